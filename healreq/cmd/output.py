@@ -1,0 +1,90 @@
+"""Rendering a RunReport as text or as one JSON document."""
+
+import json
+
+from healreq.heal.findings import Status
+from healreq.heal.findings import SUMMARY_KEYS
+
+
+def _finding_dict(finding):
+    return {
+        'instance_uuid': finding.instance_uuid,
+        'cell_uuid': finding.cell_uuid,
+        'status': finding.status.value,
+        'drift': finding.drift,
+        'reason': finding.reason,
+        'detail': finding.detail,
+        'changes': [{'field': c.field, 'before': c.before, 'after': c.after}
+                    for c in finding.changes],
+        'notes': [{'code': n.code, 'detail': n.detail}
+                  for n in finding.notes],
+    }
+
+
+def _cell_dict(cell):
+    counts = {key: getattr(cell, key) for key in SUMMARY_KEYS[1:]}
+    return dict(cell_uuid=cell.uuid, name=cell.name,
+                instances_checked=cell.checked, error=cell.error, **counts)
+
+
+def render_json(report, exit_code):
+    """The report as one JSON document (see the README for its keys)."""
+    document = {
+        'summary': report.summary(),
+        'dry_run': report.dry_run,
+        'more_remain': report.more_remain,
+        'exit_code': int(exit_code),
+        'cells': [_cell_dict(c) for c in report.cells],
+        'results': [_finding_dict(f) for f in report.findings],
+        'notices': [_finding_dict(f) for f in report.notices],
+    }
+    return json.dumps(document, indent=2, sort_keys=False)
+
+
+def _counts(values):
+    return ', '.join('%s %d' % (key.replace('instances_', ''), values[key])
+                     for key in SUMMARY_KEYS)
+
+
+def _finding_line(finding, cell_names, verbose):
+    cell = cell_names.get(finding.cell_uuid) or finding.cell_uuid
+    if finding.status is Status.CONSISTENT:
+        return ['%-9s %s %s %s: %s' % ('NOTICE', finding.instance_uuid, cell,
+                                       note.code, note.detail)
+                for note in finding.notes]
+    what = '; '.join(str(c) for c in finding.changes) or finding.detail
+    lines = ['%-9s %s %s %s: %s' % (
+        finding.status.value.upper(), finding.instance_uuid, cell,
+        finding.reason, what)]
+    if verbose and finding.changes and finding.detail:
+        lines.append('          why: %s' % finding.detail)
+    for note in finding.notes:
+        lines.append('          note %s: %s' % (note.code, note.detail))
+    return lines
+
+
+def render_text(report, exit_code, verbose=False):
+    """A readable report: one line per finding and a summary per cell."""
+    cell_names = {c.uuid: c.name for c in report.cells}
+    lines = []
+    for cell in report.cells:
+        label = '%s(%s)' % (cell.uuid, cell.name) if cell.name else str(
+            cell.uuid)
+        for finding in report.findings + report.notices:
+            if finding.cell_uuid == cell.uuid:
+                lines.extend(_finding_line(finding, cell_names, verbose))
+        if cell.error:
+            lines.append('Cell %s: ERROR %s' % (label, cell.error))
+        counts = _cell_dict(cell)
+        counts['instances_checked'] = cell.checked
+        lines.append('Cell %s: %s' % (label, _counts(counts)))
+    lines.append('Total: %s' % _counts(report.summary()))
+    if report.more_remain:
+        lines.append('Max count reached; more instances remain: run again.')
+    summary = report.summary()
+    if report.dry_run:
+        lines.append('Dry run: nothing was written; %d instance(s) would be '
+                     'healed.' % summary['drifted'])
+    lines.append('Exit code %d (%s).' % (exit_code, exit_code.name.lower()
+                                          .replace('_', ' ')))
+    return '\n'.join(lines)

@@ -1,0 +1,48 @@
+"""The nova.conf database options healreq reads.
+
+Only ``connection`` is declared in each group; the other options a
+nova.conf carries there are ignored, so an operator can point healreq at
+their existing nova.conf.
+"""
+
+from oslo_config import cfg
+
+api_database_group = cfg.OptGroup(
+    'api_database',
+    title='API database options',
+    help='The Nova API database (nova_api), as in nova.conf.')
+
+database_group = cfg.OptGroup(
+    'database',
+    title='Cell database options',
+    help='The local cell database, as in nova.conf. healreq uses it only '
+         'to format cell_mappings.database_connection templates.')
+
+api_database_opts = [
+    cfg.StrOpt('connection',
+               secret=True,
+               help='SQLAlchemy URL of the Nova API database, for example '
+                    'mysql+pymysql://nova:SECRET@db/nova_api. Required.'),
+]
+
+database_opts = [
+    cfg.StrOpt('connection',
+               secret=True,
+               help='SQLAlchemy URL of the local cell database. Cell '
+                    'mappings whose database_connection is a template '
+                    '(for example {scheme}://{username}:{password}@'
+                    '{hostname}/nova_cell1) are formatted from it exactly '
+                    'as Nova formats them.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(api_database_group)
+    conf.register_opts(api_database_opts, group=api_database_group)
+    conf.register_group(database_group)
+    conf.register_opts(database_opts, group=database_group)
+
+
+def list_opts():
+    return [(api_database_group, api_database_opts),
+            (database_group, database_opts)]

@@ -1,0 +1,65 @@
+"""Queries against the API database. Functions take a Connection."""
+
+import sqlalchemy as sa
+
+from healreq.db import tables
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+
+
+def get_cells(conn):
+    """All cell mappings ordered by id, as plain dicts."""
+    t = tables.cell_mappings
+    query = sa.select(t.c.id, t.c.uuid, t.c.name,
+                      t.c.database_connection).order_by(t.c.id)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def get_instance_mapping(conn, instance_uuid):
+    """The instance mapping joined with its cell, or None."""
+    m = tables.instance_mappings
+    query = sa.select(m.c.instance_uuid, m.c.cell_id,
+                      m.c.queued_for_delete).where(
+        m.c.instance_uuid == instance_uuid)
+    row = conn.execute(query).first()
+    return dict(row._mapping) if row else None
+
+
+def get_instance_mappings(conn, instance_uuids):
+    """Instance mappings by instance uuid."""
+    m = tables.instance_mappings
+    query = sa.select(m.c.instance_uuid, m.c.cell_id,
+                      m.c.queued_for_delete).where(
+        m.c.instance_uuid.in_(instance_uuids))
+    return {row.instance_uuid: dict(row._mapping)
+            for row in conn.execute(query)}
+
+
+def get_request_specs(conn, instance_uuids):
+    """Request spec rows (id, instance_uuid, spec) by instance uuid."""
+    t = tables.request_specs
+    query = sa.select(t.c.id, t.c.instance_uuid, t.c.spec).where(
+        t.c.instance_uuid.in_(instance_uuids))
+    return {row.instance_uuid: dict(row._mapping)
+            for row in conn.execute(query)}
+
+
+def _exactly_equals(column, value):
+    # MySQL compares TEXT with the column's case-insensitive, pad-space
+    # collation; a compare-and-swap must compare bytes.
+    return sa.cast(column, sa.LargeBinary) == value.encode('utf-8')
+
+
+def swap_request_spec(conn, spec_id, instance_uuid, expected, new, now):
+    """Replace a spec only if the row still holds ``expected``.
+
+    Returns True if the row was updated, False if it changed since it was
+    read (or is gone).
+    """
+    t = tables.request_specs
+    statement = t.update().where(
+        t.c.id == spec_id,
+        t.c.instance_uuid == instance_uuid,
+        _exactly_equals(t.c.spec, expected),
+    ).values(spec=new, updated_at=now)
+    return conn.execute(statement).rowcount == 1

@@ -1,0 +1,91 @@
+"""Queries against a cell database. Functions take a Connection.
+
+A batch is read with one query per table (``... IN (uuids)``), never one
+query per instance.
+"""
+
+import sqlalchemy as sa
+
+from healreq.db import tables
+
+# Migration statuses after which Nova no longer tracks the migration
+# (migration_get_in_progress_by_host_and_node). 'finished' is in progress.
+TERMINAL_MIGRATION_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
+                               'completed', 'cancelled', 'done')
+
+_INSTANCE_COLUMNS = ('id', 'uuid', 'deleted', 'hidden', 'vm_state',
+                     'task_state', 'host', 'updated_at', 'instance_type_id',
+                     'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb',
+                     'project_id', 'user_id', 'image_ref')
+
+
+def _instance_select():
+    t = tables.instances
+    return sa.select(*(t.c[name] for name in _INSTANCE_COLUMNS))
+
+
+def get_instance_page(conn, after_id, limit):
+    """Live instances with ``id > after_id``, by id (keyset pagination)."""
+    t = tables.instances
+    query = _instance_select().where(
+        t.c.deleted == 0, t.c.id > after_id).order_by(t.c.id).limit(limit)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def get_instances(conn, instance_uuids):
+    """Instances (live or deleted) by uuid."""
+    t = tables.instances
+    query = _instance_select().where(t.c.uuid.in_(instance_uuids))
+    return {row.uuid: dict(row._mapping) for row in conn.execute(query)}
+
+
+def has_instances_after(conn, after_id):
+    """Whether a live instance with ``id > after_id`` exists."""
+    t = tables.instances
+    query = sa.select(t.c.id).where(
+        t.c.deleted == 0, t.c.id > after_id).limit(1)
+    return conn.execute(query).first() is not None
+
+
+def get_instance_extras(conn, instance_uuids):
+    """Live instance_extra rows (id, flavor) grouped by instance uuid."""
+    t = tables.instance_extra
+    query = sa.select(t.c.id, t.c.instance_uuid, t.c.flavor).where(
+        t.c.deleted == 0,
+        t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
+    extras = {}
+    for row in conn.execute(query):
+        extras.setdefault(row.instance_uuid, []).append(dict(row._mapping))
+    return extras
+
+
+def get_migrations_in_progress(conn, instance_uuids):
+    """Live migrations not in a terminal status, grouped by instance."""
+    t = tables.migrations
+    query = sa.select(t.c.id, t.c.uuid, t.c.instance_uuid, t.c.status,
+                      t.c.migration_type).where(
+        t.c.deleted == 0,
+        t.c.instance_uuid.in_(instance_uuids),
+        sa.or_(t.c.status.is_(None),
+               t.c.status.not_in(TERMINAL_MIGRATION_STATUSES)),
+    ).order_by(t.c.id.desc())
+    migrations = {}
+    for row in conn.execute(query):
+        migrations.setdefault(row.instance_uuid, []).append(
+            dict(row._mapping))
+    return migrations
+
+
+def get_failed_resize_flavor_ids(conn, instance_uuids):
+    """Target flavor ids of failed resizes, grouped by instance."""
+    t = tables.migrations
+    query = sa.select(t.c.instance_uuid, t.c.new_instance_type_id).where(
+        t.c.deleted == 0,
+        t.c.instance_uuid.in_(instance_uuids),
+        t.c.migration_type == 'resize',
+        t.c.status.in_(('error', 'failed')))
+    flavor_ids = {}
+    for row in conn.execute(query):
+        flavor_ids.setdefault(row.instance_uuid, set()).add(
+            row.new_instance_type_id)
+    return {uuid: frozenset(ids) for uuid, ids in flavor_ids.items()}

@@ -1,0 +1,180 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The subset of Nova's tables that healreq reads and writes.
+
+Mirrors the schema created by Nova 34.0.0's migrations (API head
+cdeec0c85668, cell head ab450ba04102): same names, column types,
+nullability, unique keys and the indexes our queries rely on. Only the
+columns healreq uses are declared; a real deployment has more, which is
+harmless because every statement names its columns.
+"""
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+# nova.db.types.MediumText: TEXT, MEDIUMTEXT on MySQL.
+MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
+
+_MYSQL_TABLE_ARGS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
+
+api_metadata = sa.MetaData()
+cell_metadata = sa.MetaData()
+
+
+def _timestamps():
+    return [sa.Column('created_at', sa.DateTime),
+            sa.Column('updated_at', sa.DateTime)]
+
+
+def _soft_delete():
+    return [sa.Column('deleted_at', sa.DateTime),
+            sa.Column('deleted', sa.Integer, default=0)]
+
+
+# -- API database ----------------------------------------------------------
+
+cell_mappings = sa.Table(
+    'cell_mappings', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('name', sa.String(255)),
+    sa.Column('transport_url', sa.Text),
+    sa.Column('database_connection', sa.Text),
+    sa.Column('disabled', sa.Boolean, default=False),
+    sa.UniqueConstraint('uuid', name='uniq_cell_mappings0uuid'),
+    sa.Index('uuid_idx', 'uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+instance_mappings = sa.Table(
+    'instance_mappings', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('instance_uuid', sa.String(36), nullable=False),
+    sa.Column('cell_id', sa.Integer, sa.ForeignKey('cell_mappings.id'),
+              nullable=True),
+    sa.Column('project_id', sa.String(255), nullable=False),
+    sa.Column('queued_for_delete', sa.Boolean, default=False),
+    sa.Column('user_id', sa.String(255), nullable=True),
+    sa.UniqueConstraint('instance_uuid',
+                        name='uniq_instance_mappings0instance_uuid'),
+    sa.Index('instance_uuid_idx', 'instance_uuid'),
+    sa.Index('project_id_idx', 'project_id'),
+    sa.Index('instance_mappings_user_id_project_id_idx',
+             'user_id', 'project_id'),
+    **_MYSQL_TABLE_ARGS)
+
+request_specs = sa.Table(
+    'request_specs', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('instance_uuid', sa.String(36), nullable=False),
+    sa.Column('spec', MediumText, nullable=False),
+    sa.UniqueConstraint('instance_uuid',
+                        name='uniq_request_specs0instance_uuid'),
+    sa.Index('request_spec_instance_uuid_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+
+# -- Cell databases --------------------------------------------------------
+
+instances = sa.Table(
+    'instances', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('user_id', sa.String(255)),
+    sa.Column('project_id', sa.String(255)),
+    sa.Column('image_ref', sa.String(255)),
+    sa.Column('host', sa.String(255)),
+    sa.Column('node', sa.String(255)),
+    sa.Column('instance_type_id', sa.Integer),
+    sa.Column('memory_mb', sa.Integer),
+    sa.Column('vcpus', sa.Integer),
+    sa.Column('root_gb', sa.Integer),
+    sa.Column('ephemeral_gb', sa.Integer),
+    sa.Column('vm_state', sa.String(255)),
+    sa.Column('task_state', sa.String(255)),
+    sa.Column('availability_zone', sa.String(255)),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('hidden', sa.Boolean, default=False),
+    sa.UniqueConstraint('uuid', name='uniq_instances0uuid'),
+    sa.Index('instances_task_state_updated_at_idx',
+             'task_state', 'updated_at'),
+    sa.Index('instances_uuid_deleted_idx', 'uuid', 'deleted'),
+    **_MYSQL_TABLE_ARGS)
+
+instance_extra = sa.Table(
+    'instance_extra', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('instance_uuid', sa.String(36),
+              sa.ForeignKey('instances.uuid'), nullable=False),
+    sa.Column('numa_topology', sa.Text),
+    sa.Column('pci_requests', sa.Text),
+    sa.Column('flavor', sa.Text),
+    sa.Column('migration_context', sa.Text),
+    sa.Index('instance_extra_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+instance_system_metadata = sa.Table(
+    'instance_system_metadata', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('instance_uuid', sa.String(36),
+              sa.ForeignKey('instances.uuid'), nullable=False),
+    sa.Column('key', sa.String(255), nullable=False),
+    sa.Column('value', sa.String(255)),
+    sa.Index('instance_uuid', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+block_device_mapping = sa.Table(
+    'block_device_mapping', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('instance_uuid', sa.String(36),
+              sa.ForeignKey('instances.uuid')),
+    sa.Column('source_type', sa.String(255)),
+    sa.Column('destination_type', sa.String(255)),
+    sa.Column('boot_index', sa.Integer),
+    sa.Column('volume_id', sa.String(36)),
+    sa.Column('image_id', sa.String(36)),
+    sa.Column('uuid', sa.String(36)),
+    sa.UniqueConstraint('uuid', name='uniq_block_device_mapping0uuid'),
+    sa.Index('block_device_mapping_instance_uuid_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+migrations = sa.Table(
+    'migrations', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('source_compute', sa.String(255)),
+    sa.Column('dest_compute', sa.String(255)),
+    sa.Column('status', sa.String(255)),
+    sa.Column('instance_uuid', sa.String(36),
+              sa.ForeignKey('instances.uuid')),
+    sa.Column('old_instance_type_id', sa.Integer),
+    sa.Column('new_instance_type_id', sa.Integer),
+    sa.Column('migration_type',
+              sa.Enum('migration', 'resize', 'live-migration', 'evacuation',
+                      name='migration_type')),
+    sa.Column('hidden', sa.Boolean, default=False),
+    sa.Column('uuid', sa.String(36)),
+    sa.UniqueConstraint('uuid', name='uniq_migrations0uuid'),
+    sa.Index('migrations_instance_uuid_and_status_idx',
+             'deleted', 'instance_uuid', 'status'),
+    **_MYSQL_TABLE_ARGS)

@@ -1,0 +1,90 @@
+"""Cell database URLs: template formatting as Nova does it, and masking.
+
+``cell_mappings.database_connection`` may be a ``str.format`` template
+filled from the local ``[database]/connection``. Nova's rules apply
+unchanged: missing parts render as ``None``, indexed fields exist for
+comma-separated multi-host references, and any failure leaves the stored
+value untouched.
+"""
+
+import re
+from urllib import parse
+
+
+class TemplateError(ValueError):
+    """The stored value is a template that cannot be formatted."""
+
+
+def _split_host_entry(netloc):
+    """Split one ``user:pass@host:port`` entry, keeping raw text."""
+    userpass, _, hostport = netloc.rpartition('@')
+    parts = {'username': None, 'password': None,
+             'hostname': None, 'port': None}
+    if hostport.startswith('['):
+        end = hostport.find(']')
+        if end < 0:
+            raise ValueError('Invalid IPv6 URL')
+        parts['hostname'] = hostport[1:end]
+        parts['port'] = hostport[end + 1:]
+    elif ':' in hostport:
+        parts['hostname'], parts['port'] = hostport.split(':', 1)
+    else:
+        parts['hostname'] = hostport
+    if ':' in userpass:
+        parts['username'], parts['password'] = userpass.split(':', 1)
+    else:
+        parts['username'] = userpass
+    return parts
+
+
+def _substitutions(reference):
+    ref = parse.urlparse(reference)
+    values = {
+        'scheme': ref.scheme,
+        'username': ref.username,
+        'password': ref.password,
+        'hostname': ref.hostname,
+        'port': ref.port,
+        'path': ref.path.lstrip('/'),
+        'query': ref.query,
+        'fragment': ref.fragment,
+    }
+    if ',' in ref.netloc:
+        for index, entry in enumerate(ref.netloc.split(','), start=1):
+            for key, value in _split_host_entry(entry).items():
+                values['%s%d' % (key, index)] = value
+    return values
+
+
+def format_cell_url(stored, reference):
+    """Return the connection URL Nova would use for a cell mapping.
+
+    ``reference`` is the local ``[database]/connection`` (may be None).
+    Raises TemplateError when ``stored`` is a template that Nova would
+    leave unformatted, so that the caller can report it instead of
+    connecting to a URL with braces in it.
+    """
+    if reference is None:
+        if '{' in stored:
+            raise TemplateError('the cell database URL is a template but '
+                                '[database]/connection is not set')
+        return stored
+    try:
+        return stored.format(**_substitutions(reference))
+    except (KeyError, IndexError, ValueError, AttributeError,
+            TypeError) as exc:
+        if '{' in stored:
+            raise TemplateError('the cell database URL template cannot be '
+                                'formatted: %s: %s'
+                                % (type(exc).__name__, exc))
+        return stored
+
+
+_PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@/\s]*@')
+
+
+def mask_password(text):
+    """Replace the password of every URL in ``text`` with ``****``."""
+    if text is None:
+        return text
+    return _PASSWORD_IN_URL.sub(r'\1****@', str(text))

@@ -1,0 +1,235 @@
+"""Pure decisions for one instance: skip it, fail it, or compare it.
+
+Nothing here touches a database: the engine hands in the rows it read
+for a batch and gets back a finding and, for drift, the healed spec text.
+"""
+
+import dataclasses
+import datetime
+
+from healreq.heal import fields
+from healreq.heal.findings import Finding
+from healreq.heal.findings import Note
+from healreq.heal.findings import Status
+from healreq.objects import flavor as flavor_obj
+from healreq.objects import primitive
+from healreq.objects import request_spec
+
+# Skip rules that --force may override for a single instance: they guard
+# against stale records (a migration row stuck in a non-terminal status,
+# an updated_at in the future) rather than against a running operation.
+FORCEABLE_SKIPS = frozenset(['migration-in-progress', 'recently-updated',
+                             'no-host'])
+
+# Flavor mirrors kept on the instances row (Instance._set_instance_info).
+_MIRRORED_SIZES = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb')
+
+
+@dataclasses.dataclass
+class InstanceRecord:
+    """Everything read about one instance for one batch."""
+    instance: dict
+    mapping: dict = None
+    extras: list = dataclasses.field(default_factory=list)
+    migrations: list = dataclasses.field(default_factory=list)
+    spec_row: dict = None
+    failed_resize_flavor_ids: frozenset = frozenset()
+
+
+@dataclasses.dataclass
+class Settings:
+    skip_updated_within: int = 0
+    force: bool = False
+    checked_fields: tuple = fields.FIELD_NAMES
+
+
+@dataclasses.dataclass
+class Evaluation:
+    finding: Finding
+    new_spec: str = None
+
+
+class _Stop(Exception):
+    """Ends an evaluation early with a finding."""
+
+    def __init__(self, status, reason, detail):
+        super().__init__(detail)
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+
+
+def evaluate(record, cell, now, settings):
+    """Decide what to do with one instance.
+
+    ``cell`` is a cell_mappings row (id, uuid); ``now`` a naive UTC
+    datetime. Returns an Evaluation; ``new_spec`` is set for drift only.
+    """
+    uuid = record.instance['uuid']
+    finding = Finding(instance_uuid=uuid, cell_uuid=cell['uuid'],
+                      status=Status.CONSISTENT)
+    try:
+        _check_skips(record, cell, now, settings, finding)
+        current = _current_flavor(record)
+        _note_leftovers(current, record, finding)
+        spec = _parse_spec(record)
+        changes, replacements = fields.compare(
+            settings.checked_fields, spec=spec, instance_flavor=current)
+    except _Stop as stop:
+        finding.status = stop.status
+        finding.reason = stop.reason
+        finding.detail = stop.detail
+        return Evaluation(finding)
+    if not changes:
+        return Evaluation(finding)
+    finding.status = Status.DRIFTED
+    finding.changes = changes
+    finding.reason, finding.detail = _likely_cause(spec, current, record)
+    return Evaluation(finding, spec.with_fields(replacements))
+
+
+def skip_reason(record, cell, now, settings):
+    """Return ``(code, detail)`` of the first skip rule that applies."""
+    instance = record.instance
+    mapping = record.mapping
+    if instance['deleted']:
+        return 'instance-deleted', 'the instance is deleted'
+    if cell['uuid'] == CELL0_UUID:
+        return 'cell0', 'the instance is in cell0'
+    if instance['hidden']:
+        return 'hidden', 'hidden copy of a cross-cell resize'
+    if mapping is not None and mapping['queued_for_delete']:
+        return 'queued-for-delete', 'the instance is queued for delete'
+    vm_state = instance['vm_state']
+    if vm_state == 'soft-delete':
+        return 'soft-deleted', 'vm_state is soft-delete'
+    if vm_state == 'building':
+        return 'building', 'vm_state is building'
+    if instance['task_state'] is not None:
+        return ('task-in-progress',
+                'task_state is %s' % instance['task_state'])
+    if vm_state == 'resized':
+        return ('resize-awaiting-confirm',
+                'vm_state is resized (confirm or revert pending)')
+    if record.migrations:
+        migration = record.migrations[0]
+        return ('migration-in-progress',
+                'migration %s (%s) is %s' % (
+                    migration['uuid'] or migration['id'],
+                    migration['migration_type'], migration['status']))
+    updated_at = instance['updated_at']
+    window = datetime.timedelta(seconds=settings.skip_updated_within)
+    if updated_at is not None and now - updated_at < window:
+        return ('recently-updated',
+                'updated at %sZ' % updated_at.isoformat(timespec='seconds'))
+    if instance['host'] is None and vm_state != 'shelved_offloaded':
+        return 'no-host', 'the instance has no host'
+    return None
+
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+
+
+def _check_skips(record, cell, now, settings, finding):
+    mapping = record.mapping
+    if not record.instance['deleted'] and not record.instance['hidden']:
+        if mapping is None:
+            raise _Stop(Status.ERROR, 'instance-not-mapped',
+                        'no instance_mappings row; see nova-manage cell_v2 '
+                        'verify_instance')
+        if mapping['cell_id'] != cell['id']:
+            raise _Stop(Status.ERROR, 'instance-mapped-elsewhere',
+                        'the instance mapping points to cell id %s'
+                        % mapping['cell_id'])
+    skip = skip_reason(record, cell, now, settings)
+    if skip is None:
+        return
+    code, detail = skip
+    if settings.force and code in FORCEABLE_SKIPS:
+        finding.notes.append(Note('forced', 'ignored %s: %s'
+                                  % (code, detail)))
+        return
+    raise _Stop(Status.SKIPPED, code, detail)
+
+
+def _current_flavor(record):
+    """Return the instance's embedded flavors, cross-checked."""
+    extras = record.extras
+    if not extras:
+        raise _Stop(Status.ERROR, 'instance-extra-missing',
+                    'no live instance_extra row')
+    if len(extras) > 1:
+        raise _Stop(Status.ERROR, 'instance-extra-duplicate',
+                    '%d live instance_extra rows (ids %s)' % (
+                        len(extras), ', '.join(str(e['id']) for e in extras)))
+    text = extras[0]['flavor']
+    if text is None:
+        raise _Stop(Status.ERROR, 'instance-flavor-missing',
+                    'instance_extra.flavor is NULL')
+    try:
+        flavors = flavor_obj.parse_instance_flavors(text)
+    except primitive.PrimitiveError as exc:
+        raise _Stop(Status.ERROR, 'instance-flavor-unparsable', str(exc))
+    current = flavor_obj.parse(flavors['cur'], 'cur')
+    instance = record.instance
+    mismatched = []
+    if (instance['instance_type_id'] is not None
+            and instance['instance_type_id'] != current['id']):
+        mismatched.append('instance_type_id=%s vs id=%s' % (
+            instance['instance_type_id'], current['id']))
+    for size in _MIRRORED_SIZES:
+        if instance[size] is not None and instance[size] != current[size]:
+            mismatched.append('%s=%s vs %s' % (size, instance[size],
+                                               current[size]))
+    if mismatched:
+        raise _Stop(Status.ERROR, 'instance-flavor-inconsistent',
+                    'instances row disagrees with instance_extra.flavor'
+                    "['cur'] %s: %s" % (flavor_obj.label(current),
+                                        '; '.join(mismatched)))
+    return fields.InstanceFlavors(flavors)
+
+
+def _note_leftovers(current, record, finding):
+    if record.migrations:
+        return
+    for slot in ('new', 'old'):
+        key = current.key(slot)
+        if key is not None:
+            finding.notes.append(Note(
+                'flavor-leftover-%s' % slot,
+                "instance_extra.flavor['%s'] is %s but no migration is in "
+                "progress" % (slot, flavor_obj.label(key))))
+
+
+def _parse_spec(record):
+    if record.spec_row is None:
+        raise _Stop(Status.ERROR, 'spec-missing',
+                    'no request_specs row for this instance')
+    try:
+        spec = request_spec.RequestSpecDocument(record.spec_row['spec'])
+        spec.flavor()
+    except primitive.PrimitiveError as exc:
+        raise _Stop(Status.ERROR, 'spec-unparsable', str(exc))
+    return spec
+
+
+def _likely_cause(spec, current, record):
+    """Return ``(reason code, detail)`` explaining a drift."""
+    spec_flavor = flavor_obj.parse(spec.flavor(), 'spec flavor')
+    if spec_flavor['id'] != current.key('cur')['id']:
+        new = current.key('new')
+        if new is not None and new['id'] == spec_flavor['id']:
+            return ('failed-resize-leftover',
+                    "spec flavor %s equals instance_extra.flavor['new']; "
+                    "a resize to it never completed"
+                    % flavor_obj.label(spec_flavor))
+        if spec_flavor['id'] in record.failed_resize_flavor_ids:
+            return ('failed-resize-leftover',
+                    'spec flavor %s is the target of a failed resize '
+                    'migration' % flavor_obj.label(spec_flavor))
+        old = current.key('old')
+        if old is not None and old['id'] == spec_flavor['id']:
+            return ('old-flavor-leftover',
+                    "spec flavor %s equals instance_extra.flavor['old']"
+                    % flavor_obj.label(spec_flavor))
+    return 'spec-drift', 'the spec disagrees with the instance record'

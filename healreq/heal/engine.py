@@ -1,0 +1,317 @@
+"""The heal engine: walks cells and batches, decides, and writes.
+
+Per cell, live instances are read in keyset-paginated batches; each batch
+costs one query per table in the cell and in the API database, whatever
+its size. Decisions are delegated to ``checks``; a write re-reads the
+instance, re-decides, and swaps the spec only if the row still holds the
+text that was read.
+"""
+
+import dataclasses
+import datetime
+
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+import sqlalchemy.exc
+
+from healreq.db import api_queries
+from healreq.db import cell_queries
+from healreq.db import engines
+from healreq.db import urls
+from healreq.heal import checks
+from healreq.heal.findings import CellReport
+from healreq.heal.findings import Finding
+from healreq.heal.findings import RunReport
+from healreq.heal.findings import Status
+
+LOG = logging.getLogger(__name__)
+
+_DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
+
+
+class InvalidInput(Exception):
+    """The operator asked for something that does not exist or clashes."""
+
+
+@dataclasses.dataclass
+class Options:
+    dry_run: bool = False
+    instance_uuid: str = None
+    cell_uuid: str = None
+    max_count: int = None
+    batch_size: int = 200
+    settings: checks.Settings = dataclasses.field(
+        default_factory=checks.Settings)
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None, microsecond=0)
+
+
+class Engine(object):
+    """One run of ``request-specs`` over the selected cells."""
+
+    def __init__(self, api_engine, reference_url, options,
+                 connect=engines.create_engine, clock=_utcnow):
+        self.api_engine = api_engine
+        self.reference_url = reference_url
+        self.options = options
+        self._connect = connect
+        self._clock = clock
+        self.report = RunReport(dry_run=options.dry_run)
+        self._would_heal = 0
+
+    # -- selection ---------------------------------------------------------
+
+    def _select_cells(self):
+        with self.api_engine.connect() as conn:
+            cells = api_queries.get_cells(conn)
+            if self.options.instance_uuid:
+                mapping = api_queries.get_instance_mapping(
+                    conn, self.options.instance_uuid)
+                if mapping is None:
+                    raise InvalidInput(
+                        'instance %s has no instance mapping; check the '
+                        'UUID or run nova-manage cell_v2 verify_instance'
+                        % self.options.instance_uuid)
+                return [c for c in cells if c['id'] == mapping['cell_id']]
+        if self.options.cell_uuid:
+            selected = [c for c in cells
+                        if c['uuid'] == self.options.cell_uuid]
+            if not selected:
+                raise InvalidInput('cell %s is not in cell_mappings'
+                                   % self.options.cell_uuid)
+            if self.options.cell_uuid == api_queries.CELL0_UUID:
+                raise InvalidInput('cell0 only holds instances that were '
+                                   'never scheduled; nothing to heal there')
+            return selected
+        return [c for c in cells if c['uuid'] != api_queries.CELL0_UUID]
+
+    def run(self):
+        """Process every selected cell; return the RunReport."""
+        cells = self._select_cells()
+        if self.options.instance_uuid and not cells:
+            self._report_unscheduled(self.options.instance_uuid)
+            return self.report
+        for position, cell in enumerate(cells):
+            if self._limit_reached():
+                self.report.more_remain = self._any_instances(cells[position:])
+                break
+            self._process_cell(cell)
+        return self.report
+
+    def _report_unscheduled(self, instance_uuid):
+        cell = CellReport(uuid=None, name=None)
+        finding = Finding(instance_uuid=instance_uuid, cell_uuid=None,
+                          status=Status.SKIPPED, reason='not-scheduled',
+                          detail='the instance mapping has no cell yet')
+        cell.count(finding)
+        self.report.cells.append(cell)
+        self.report.findings.append(finding)
+
+    # -- per cell ----------------------------------------------------------
+
+    def _cell_url(self, cell):
+        return urls.format_cell_url(cell['database_connection'] or '',
+                                    self.reference_url)
+
+    def _process_cell(self, cell):
+        report = CellReport(uuid=cell['uuid'], name=cell['name'])
+        self.report.cells.append(report)
+        if cell['uuid'] == api_queries.CELL0_UUID:
+            # Only reachable with --instance: never touch cell0.
+            finding = Finding(self.options.instance_uuid, cell['uuid'],
+                              Status.SKIPPED, 'cell0',
+                              'the instance is in cell0 (never scheduled)')
+            report.count(finding)
+            self.report.findings.append(finding)
+            return
+        LOG.info('Looking for instances in cell %s(%s)',
+                 cell['uuid'], cell['name'])
+        try:
+            engine = self._connect(self._cell_url(cell))
+        except (urls.TemplateError,) + _DB_ERRORS as exc:
+            report.error = self._describe_cell_error(exc)
+            return
+        try:
+            self._walk_cell(cell, engine, report)
+        except _DB_ERRORS as exc:
+            report.error = self._describe_cell_error(exc)
+        finally:
+            engine.dispose()
+        if report.error:
+            LOG.error('Cell %s(%s): %s', cell['uuid'], cell['name'],
+                      report.error)
+
+    def _describe_cell_error(self, exc):
+        if isinstance(exc, urls.TemplateError):
+            return str(exc)
+        if isinstance(exc, db_exc.DBConnectionError):
+            kind = 'cell database unreachable'
+        else:
+            kind = 'cell database error'
+        original = getattr(exc, 'inner_exception', None) or exc
+        message = str(getattr(original, 'orig', None) or original)
+        return urls.mask_password('%s: %s' % (kind, message.splitlines()[0]
+                                              if message else type(exc)))
+
+    def _walk_cell(self, cell, engine, report):
+        if self.options.instance_uuid:
+            with engine.connect() as conn:
+                found = cell_queries.get_instances(
+                    conn, [self.options.instance_uuid])
+            if not found:
+                raise InvalidInput(
+                    'instance %s is mapped to cell %s but is not in its '
+                    'database' % (self.options.instance_uuid, cell['uuid']))
+            self._process_batch(cell, engine, list(found.values()), report)
+            return
+        after_id = 0
+        while True:
+            with engine.connect() as conn:
+                page = cell_queries.get_instance_page(
+                    conn, after_id, self.options.batch_size)
+            if not page:
+                return
+            processed = self._process_batch(cell, engine, page, report)
+            if processed < len(page):
+                self.report.more_remain = True
+                return
+            after_id = page[-1]['id']
+            if self._limit_reached():
+                with engine.connect() as conn:
+                    self.report.more_remain = (
+                        cell_queries.has_instances_after(conn, after_id))
+                return
+
+    def _any_instances(self, cells):
+        """Whether any of ``cells`` has a live instance (unknown: yes)."""
+        for cell in cells:
+            try:
+                engine = self._connect(self._cell_url(cell))
+                try:
+                    with engine.connect() as conn:
+                        if cell_queries.has_instances_after(conn, 0):
+                            return True
+                finally:
+                    engine.dispose()
+            except (urls.TemplateError,) + _DB_ERRORS:
+                return True
+        return False
+
+    # -- per batch ---------------------------------------------------------
+
+    def _read_records(self, cell, engine, instances):
+        uuids = [i['uuid'] for i in instances]
+        with engine.connect() as conn:
+            extras = cell_queries.get_instance_extras(conn, uuids)
+            migrations = cell_queries.get_migrations_in_progress(conn, uuids)
+        with self.api_engine.connect() as conn:
+            mappings = api_queries.get_instance_mappings(conn, uuids)
+            specs = api_queries.get_request_specs(conn, uuids)
+        return [checks.InstanceRecord(
+            instance=instance,
+            mapping=mappings.get(instance['uuid']),
+            extras=extras.get(instance['uuid'], []),
+            migrations=migrations.get(instance['uuid'], []),
+            spec_row=specs.get(instance['uuid']))
+            for instance in instances]
+
+    def _process_batch(self, cell, engine, instances, report):
+        """Evaluate and heal a batch; return how many were processed."""
+        records = self._read_records(cell, engine, instances)
+        now = self._clock()
+        evaluations = [checks.evaluate(record, cell, now,
+                                       self.options.settings)
+                       for record in records]
+        self._explain_drift(engine, records, evaluations, cell, now)
+        for position, (record, evaluation) in enumerate(
+                zip(records, evaluations)):
+            if self._limit_reached():
+                return position
+            finding = evaluation.finding
+            if finding.status is Status.DRIFTED:
+                self._heal(cell, engine, record, evaluation)
+            report.count(finding)
+            if finding.status is Status.CONSISTENT:
+                if finding.notes:
+                    self.report.notices.append(finding)
+            else:
+                self.report.findings.append(finding)
+        return len(records)
+
+    def _explain_drift(self, engine, records, evaluations, cell, now):
+        """Re-evaluate drifted instances knowing their failed resizes."""
+        drifted = [i for i, e in enumerate(evaluations)
+                   if e.finding.status is Status.DRIFTED
+                   and e.finding.reason == 'spec-drift']
+        if not drifted:
+            return
+        with engine.connect() as conn:
+            failed = cell_queries.get_failed_resize_flavor_ids(
+                conn, [records[i].instance['uuid'] for i in drifted])
+        for index in drifted:
+            record = records[index]
+            record.failed_resize_flavor_ids = failed.get(
+                record.instance['uuid'], frozenset())
+            if record.failed_resize_flavor_ids:
+                evaluations[index] = checks.evaluate(
+                    record, cell, now, self.options.settings)
+
+    # -- writing -----------------------------------------------------------
+
+    def _limit_reached(self):
+        limit = self.options.max_count
+        return limit is not None and self._would_heal >= limit
+
+    def _heal(self, cell, engine, record, evaluation):
+        """Re-check the instance, then compare-and-swap its spec."""
+        finding = evaluation.finding
+        fresh = self._reread(engine, record)
+        again = checks.evaluate(fresh, cell, self._clock(),
+                                self.options.settings)
+        if again.new_spec != evaluation.new_spec:
+            finding.status = Status.CONFLICT
+            finding.reason = 'instance-changed'
+            finding.detail = ('the instance changed while it was being '
+                              'checked (now: %s%s); left alone' % (
+                                  again.finding.status.value,
+                                  ', %s' % again.finding.reason
+                                  if again.finding.reason else ''))
+            return
+        self._would_heal += 1
+        if self.options.dry_run:
+            return
+        swapped = self._swap(record.spec_row, evaluation.new_spec)
+        if swapped:
+            finding.status = Status.HEALED
+            LOG.info('Healed request spec of instance %s: %s',
+                     finding.instance_uuid,
+                     '; '.join(str(c) for c in finding.changes))
+        else:
+            finding.status = Status.CONFLICT
+            finding.reason = 'spec-changed'
+            finding.detail = ('request_specs.spec changed after it was '
+                              'read; left alone, run again to re-check')
+
+    def _reread(self, engine, record):
+        uuid = record.instance['uuid']
+        with engine.connect() as conn:
+            instance = cell_queries.get_instances(conn, [uuid]).get(uuid)
+            extras = cell_queries.get_instance_extras(conn, [uuid])
+            migrations = cell_queries.get_migrations_in_progress(
+                conn, [uuid])
+        if instance is None:
+            instance = dict(record.instance, deleted=-1)
+        return dataclasses.replace(
+            record, instance=instance, extras=extras.get(uuid, []),
+            migrations=migrations.get(uuid, []))
+
+    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
+    def _swap(self, spec_row, new_spec):
+        with self.api_engine.begin() as conn:
+            return api_queries.swap_request_spec(
+                conn, spec_row['id'], spec_row['instance_uuid'],
+                spec_row['spec'], new_spec, self._clock())

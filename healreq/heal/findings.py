@@ -1,0 +1,170 @@
+"""What a run finds: per-instance findings, reason codes and summaries.
+
+Reason codes are public: operators alert and search on them. Add new
+codes freely; never rename or reuse one.
+"""
+
+import dataclasses
+import enum
+
+
+class Status(str, enum.Enum):
+    CONSISTENT = 'consistent'
+    DRIFTED = 'drifted'
+    HEALED = 'healed'
+    SKIPPED = 'skipped'
+    ERROR = 'error'
+    CONFLICT = 'conflict'
+
+
+# code -> one-line meaning, grouped by the status that carries it.
+REASONS = {
+    Status.DRIFTED: {
+        'failed-resize-leftover':
+            'the spec holds the flavor of a resize that failed '
+            '(instance_extra.flavor["new"] or the new flavor of a failed '
+            'resize migration) while the instance runs its current flavor',
+        'old-flavor-leftover':
+            'the spec holds the flavor the instance was resized away from '
+            '(instance_extra.flavor["old"])',
+        'spec-drift':
+            'the spec disagrees with the instance record; the records do '
+            'not show why',
+    },
+    Status.SKIPPED: {
+        'cell0': 'the instance is in cell0 (never scheduled)',
+        'not-scheduled': 'the instance mapping has no cell yet (building)',
+        'instance-deleted': 'the instance is deleted',
+        'queued-for-delete': 'the instance was deleted through the API',
+        'hidden': 'inactive copy of an instance during a cross-cell resize',
+        'soft-deleted': 'vm_state is soft-delete',
+        'building': 'vm_state is building',
+        'task-in-progress': 'task_state is set: an operation is in flight',
+        'resize-awaiting-confirm':
+            'vm_state is resized: a resize waits for confirm or revert',
+        'migration-in-progress':
+            'a migration of the instance is not in a terminal status',
+        'recently-updated':
+            'the instance was updated within [healreq]/skip_updated_within '
+            'seconds',
+        'no-host': 'the instance has no host and is not shelved-offloaded',
+    },
+    Status.ERROR: {
+        'spec-missing': 'no request_specs row for a live instance',
+        'spec-unparsable': 'request_specs.spec is not a usable RequestSpec',
+        'instance-extra-missing': 'no live instance_extra row',
+        'instance-extra-duplicate':
+            'more than one live instance_extra row; Nova reads an '
+            'arbitrary one',
+        'instance-flavor-missing': 'instance_extra.flavor is NULL',
+        'instance-flavor-unparsable':
+            'instance_extra.flavor is not a usable flavor document',
+        'instance-flavor-inconsistent':
+            'instances.instance_type_id disagrees with '
+            'instance_extra.flavor["cur"]; the instance record itself '
+            'needs attention',
+        'instance-not-mapped': 'no instance_mappings row for the instance',
+        'instance-mapped-elsewhere':
+            'the instance mapping points to another cell',
+    },
+    Status.CONFLICT: {
+        'spec-changed':
+            'request_specs.spec changed between read and write; left alone',
+        'instance-changed':
+            'the instance record changed between read and write; left '
+            'alone',
+    },
+}
+
+# Notes describe something worth knowing that does not block a heal.
+NOTES = {
+    'flavor-leftover-new':
+        'instance_extra.flavor["new"] is set but no migration is in '
+        'progress (a failed resize was never cleaned up)',
+    'flavor-leftover-old':
+        'instance_extra.flavor["old"] is set but no migration is in '
+        'progress',
+    'forced': '--force overrode a skip rule for this instance',
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Note:
+    code: str
+    detail: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldChange:
+    """One drifted RequestSpec field, as shown to the operator."""
+    field: str
+    before: str
+    after: str
+
+    def __str__(self):
+        return '%s: %s -> %s' % (self.field, self.before, self.after)
+
+
+@dataclasses.dataclass
+class Finding:
+    """The outcome for one instance."""
+    instance_uuid: str
+    cell_uuid: str
+    status: Status
+    reason: str = None
+    detail: str = None
+    changes: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+
+    @property
+    def drift(self):
+        return [change.field for change in self.changes]
+
+
+@dataclasses.dataclass
+class CellReport:
+    """Per-cell counters, plus the error that stopped the cell, if any."""
+    uuid: str
+    name: str
+    checked: int = 0
+    consistent: int = 0
+    drifted: int = 0
+    healed: int = 0
+    skipped: int = 0
+    errors: int = 0
+    conflicts: int = 0
+    error: str = None
+
+    def count(self, finding):
+        self.checked += 1
+        attribute = {Status.CONSISTENT: 'consistent',
+                     Status.DRIFTED: 'drifted',
+                     Status.HEALED: 'healed',
+                     Status.SKIPPED: 'skipped',
+                     Status.ERROR: 'errors',
+                     Status.CONFLICT: 'conflicts'}[finding.status]
+        setattr(self, attribute, getattr(self, attribute) + 1)
+
+
+SUMMARY_KEYS = ('instances_checked', 'consistent', 'drifted', 'healed',
+                'skipped', 'errors', 'conflicts')
+
+
+@dataclasses.dataclass
+class RunReport:
+    """Everything a run found; consistent instances are only counted."""
+    dry_run: bool
+    cells: list = dataclasses.field(default_factory=list)
+    findings: list = dataclasses.field(default_factory=list)
+    notices: list = dataclasses.field(default_factory=list)
+    max_count_reached: bool = False
+    more_remain: bool = False
+
+    def summary(self):
+        totals = dict.fromkeys(SUMMARY_KEYS, 0)
+        for cell in self.cells:
+            totals['instances_checked'] += cell.checked
+            for key in SUMMARY_KEYS[1:]:
+                totals[key] += getattr(cell, key)
+        totals['cells_failed'] = sum(1 for c in self.cells if c.error)
+        return totals

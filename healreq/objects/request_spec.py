@@ -1,0 +1,37 @@
+"""The stored RequestSpec document (``request_specs.spec``).
+
+A heal edits the parsed document in place of the drifted fields only and
+re-serialises it the way Nova does; every other key, the top-level change
+list and all object versions stay as the deployment's Nova wrote them.
+"""
+
+from healreq.objects import flavor as flavor_obj
+from healreq.objects import primitive
+
+OBJECT_NAME = 'RequestSpec'
+
+
+class RequestSpecDocument(object):
+    """A parsed ``request_specs.spec`` value."""
+
+    def __init__(self, text):
+        what = 'request_specs.spec'
+        self.document = primitive.load_json(text, what)
+        self.data = primitive.unwrap(self.document, OBJECT_NAME, what)
+
+    def flavor(self):
+        """The spec's Flavor primitive (validated)."""
+        value = self.data.get('flavor')
+        flavor_obj.parse(value, 'request_specs.spec flavor')
+        return value
+
+    def with_fields(self, replacements):
+        """Serialise a copy of the document with some data fields replaced.
+
+        ``replacements`` maps RequestSpec field names to new primitives.
+        """
+        data = dict(self.data)
+        data.update(replacements)
+        document = dict(self.document)
+        document[primitive.DATA] = data
+        return primitive.dump_json(document)

@@ -1,0 +1,221 @@
+"""Builders for realistic Nova deployments on real databases.
+
+Used by the functional tests and by ``nova-heal demo``: they create the
+table subset of ``healreq.db.tables`` and fill it with rows shaped the way
+Nova 34 writes them (see the object formats in the README).
+"""
+
+import datetime
+import json
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from healreq.db import tables
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+PROJECT_ID = '8f3c2b8a4e5d4f6a9b7c1d2e3f405162'
+USER_ID = '5a6b7c8d9e0f41a2b3c4d5e6f7a8b9c0'
+LONG_AGO = datetime.datetime(2024, 1, 10, 11, 26, 50)
+
+
+def envelope(name, version, data, changes=None):
+    document = {'nova_object.name': name, 'nova_object.namespace': 'nova',
+                'nova_object.version': version, 'nova_object.data': data}
+    if changes:
+        document['nova_object.changes'] = list(changes)
+    return document
+
+
+def flavor(flavor_id, name, vcpus=4, memory_mb=8192, root_gb=80,
+           ephemeral_gb=0, swap=0, flavorid=None, extra_specs=None,
+           description=None, version='1.2'):
+    """A Flavor primitive as Nova embeds it."""
+    data = {
+        'id': flavor_id, 'name': name, 'memory_mb': memory_mb,
+        'vcpus': vcpus, 'root_gb': root_gb, 'ephemeral_gb': ephemeral_gb,
+        'flavorid': flavorid or '%06d' % flavor_id, 'swap': swap,
+        'rxtx_factor': 1.0, 'vcpu_weight': 0, 'disabled': False,
+        'is_public': True, 'extra_specs': dict(extra_specs or {}),
+        'description': description, 'created_at': '2023-03-29T15:06:03Z',
+        'updated_at': None, 'deleted_at': None, 'deleted': False,
+    }
+    if version < '1.2':
+        del data['description']
+    return envelope('Flavor', version, data, ['extra_specs'])
+
+
+def request_spec(instance_uuid, spec_flavor, spec_id=None,
+                 project_id=PROJECT_ID, user_id=USER_ID,
+                 availability_zone=None, version='1.15'):
+    """A RequestSpec primitive shaped like one Nova 34 saved."""
+    data = {
+        'image': envelope('ImageMeta', '1.8', {
+            'id': '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60',
+            'name': 'ubuntu-24.04-server', 'status': 'active',
+            'container_format': 'bare', 'disk_format': 'raw',
+            'min_ram': 0, 'min_disk': 0,
+            'properties': envelope('ImageMetaProps', '1.44', {
+                'hw_architecture': 'x86_64', 'os_distro': 'ubuntu'})}),
+        'numa_topology': None,
+        'pci_requests': envelope('InstancePCIRequests', '1.1',
+                                 {'requests': []}, ['requests']),
+        'project_id': project_id,
+        'user_id': user_id,
+        'availability_zone': availability_zone,
+        'flavor': spec_flavor,
+        'num_instances': 1,
+        'ignore_hosts': None,
+        'force_hosts': None,
+        'force_nodes': None,
+        'requested_destination': None,
+        'retry': None,
+        'limits': envelope('SchedulerLimits', '1.0', {
+            'numa_topology': None, 'vcpu': None, 'disk_gb': None,
+            'memory_mb': None}),
+        'instance_group': None,
+        'scheduler_hints': {},
+        'instance_uuid': instance_uuid,
+        'security_groups': envelope('SecurityGroupList', '1.1', {
+            'objects': [envelope('SecurityGroup', '1.2',
+                                 {'name': 'default'}, ['name'])]},
+            ['objects']),
+        'is_bfv': False,
+        'requested_resources': [],
+    }
+    if spec_id is not None:
+        data['id'] = spec_id
+    return envelope('RequestSpec', version, data,
+                    ['image', 'flavor', 'numa_topology', 'pci_requests',
+                     'requested_resources', 'security_groups'])
+
+
+def instance_flavors(cur, old=None, new=None):
+    """``instance_extra.flavor`` text; ``description`` nulled as Nova does."""
+    def nulled(primitive):
+        if primitive is None:
+            return None
+        primitive = json.loads(json.dumps(primitive))
+        if 'description' in primitive['nova_object.data']:
+            primitive['nova_object.data']['description'] = None
+        return primitive
+    return json.dumps({'cur': nulled(cur), 'old': nulled(old),
+                       'new': nulled(new)})
+
+
+class Cell(object):
+    def __init__(self, uuid, name, url, engine, cell_id):
+        self.uuid = uuid
+        self.name = name
+        self.url = url
+        self.engine = engine
+        self.id = cell_id
+
+
+class Deployment(object):
+    """An API database plus cells, built on real engines.
+
+    ``api_url`` and each cell URL must point to empty databases; the
+    schema subset is created on them.
+    """
+
+    def __init__(self, api_url):
+        self.api_engine = sa.create_engine(api_url)
+        tables.api_metadata.create_all(self.api_engine)
+        self.cells = []
+
+    def dispose(self):
+        self.api_engine.dispose()
+        for cell in self.cells:
+            if cell.engine is not None:
+                cell.engine.dispose()
+
+    def add_cell(self, name, url, stored_url=None, uuid=None,
+                 create_schema=True):
+        """Map a cell; ``stored_url`` is what cell_mappings holds."""
+        uuid = uuid or str(uuidlib.uuid4())
+        engine = None
+        if create_schema:
+            engine = sa.create_engine(url)
+            tables.cell_metadata.create_all(engine)
+        with self.api_engine.begin() as conn:
+            result = conn.execute(tables.cell_mappings.insert().values(
+                uuid=uuid, name=name, created_at=LONG_AGO,
+                transport_url='rabbit://nova:secret@mq:5672/',
+                database_connection=stored_url or url, disabled=False))
+            cell_id = result.inserted_primary_key[0]
+        cell = Cell(uuid, name, url, engine, cell_id)
+        self.cells.append(cell)
+        return cell
+
+    def add_instance(self, cell, cur, spec_flavor=None, old=None, new=None,
+                     uuid=None, vm_state='active', task_state=None,
+                     host='compute-1', hidden=False, deleted=False,
+                     updated_at=LONG_AGO, instance_type_id=None,
+                     spec='build', extra='build', mapping=True,
+                     mapping_cell_id=None, queued_for_delete=False,
+                     migrations=()):
+        """Insert one instance with its extra row, mapping and spec.
+
+        ``spec``/``extra`` may be 'build' (realistic rows), None (no row)
+        or a literal text to store. ``migrations`` are dicts of
+        migrations columns.
+        """
+        uuid = uuid or str(uuidlib.uuid4())
+        cur_data = cur['nova_object.data']
+        with cell.engine.begin() as conn:
+            result = conn.execute(tables.instances.insert().values(
+                uuid=uuid, created_at=LONG_AGO, updated_at=updated_at,
+                deleted=0, user_id=USER_ID, project_id=PROJECT_ID,
+                image_ref='3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60',
+                host=host, node=host and host + '.example.org',
+                instance_type_id=(cur_data['id'] if instance_type_id is None
+                                  else instance_type_id),
+                memory_mb=cur_data['memory_mb'], vcpus=cur_data['vcpus'],
+                root_gb=cur_data['root_gb'],
+                ephemeral_gb=cur_data['ephemeral_gb'],
+                vm_state=vm_state, task_state=task_state,
+                availability_zone='az1', hidden=hidden))
+            instance_id = result.inserted_primary_key[0]
+            if deleted:
+                conn.execute(tables.instances.update().where(
+                    tables.instances.c.id == instance_id).values(
+                    deleted=instance_id, deleted_at=LONG_AGO))
+            if extra is not None:
+                conn.execute(tables.instance_extra.insert().values(
+                    instance_uuid=uuid, created_at=LONG_AGO, deleted=0,
+                    flavor=(instance_flavors(cur, old, new)
+                            if extra == 'build' else extra),
+                    pci_requests='[]'))
+            for migration in migrations:
+                values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
+                              deleted=0, created_at=LONG_AGO,
+                              migration_type='resize', status='error')
+                values.update(migration)
+                conn.execute(tables.migrations.insert().values(**values))
+        with self.api_engine.begin() as conn:
+            if mapping:
+                conn.execute(tables.instance_mappings.insert().values(
+                    instance_uuid=uuid, created_at=LONG_AGO,
+                    cell_id=mapping_cell_id or cell.id,
+                    project_id=PROJECT_ID, user_id=USER_ID,
+                    queued_for_delete=queued_for_delete))
+            if spec is not None:
+                if spec == 'build':
+                    spec = json.dumps(request_spec(uuid, spec_flavor or cur))
+                conn.execute(tables.request_specs.insert().values(
+                    instance_uuid=uuid, spec=spec, created_at=LONG_AGO))
+        return uuid
+
+    def spec_text(self, instance_uuid):
+        """The stored spec text (None if there is no row)."""
+        t = tables.request_specs
+        with self.api_engine.connect() as conn:
+            return conn.execute(sa.select(t.c.spec).where(
+                t.c.instance_uuid == instance_uuid)).scalar()
+
+    def set_spec(self, instance_uuid, text):
+        t = tables.request_specs
+        with self.api_engine.begin() as conn:
+            conn.execute(t.update().where(
+                t.c.instance_uuid == instance_uuid).values(spec=text))

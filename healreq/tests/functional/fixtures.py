@@ -1,0 +1,139 @@
+"""Real databases for functional tests: SQLite files and MySQL/MariaDB.
+
+MySQL databases are provisioned through oslo.db's opportunistic backend
+(the ``openstack_citest`` account, or OS_TEST_DBAPI_ADMIN_CONNECTION);
+each test gets its own freshly created databases, dropped afterwards.
+Without a server the MySQL tests skip, unless HEALREQ_TEST_REQUIRE_MYSQL
+is set, in which case they fail: CI sets it.
+"""
+
+import contextlib
+import io
+import os
+import uuid
+
+import fixtures
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import provision
+import testscenarios
+import testtools
+
+from healreq.cmd import heal
+from healreq.testing import deployment as dep
+
+REQUIRE_MYSQL = os.environ.get('HEALREQ_TEST_REQUIRE_MYSQL', '') not in (
+    '', '0')
+
+
+class _SQLite(object):
+    name = 'SQLite'
+
+    def __init__(self, test):
+        self.directory = test.useFixture(fixtures.TempDir()).path
+
+    def database_url(self, name):
+        return 'sqlite:///%s' % os.path.join(self.directory,
+                                             'nova_%s.sqlite' % name)
+
+    def reference_url(self):
+        """A [database]/connection whose template output is our cells."""
+        return 'sqlite:////%s/nova' % self.directory.lstrip('/')
+
+    def template(self, suffix):
+        return '{scheme}:////{path}_%s.sqlite' % suffix
+
+
+class _MySQL(object):
+    name = 'MySQL'
+
+    def __init__(self, test):
+        try:
+            self.backend = provision.Backend.backend_for_database_type(
+                'mysql')
+        except db_exc.BackendNotAvailable as exc:
+            message = 'MySQL is not available: %s' % exc
+            if REQUIRE_MYSQL:
+                test.fail(message + ' (HEALREQ_TEST_REQUIRE_MYSQL is set)')
+            test.skipTest(message)
+        self.prefix = 'healreq_%s' % uuid.uuid4().hex[:10]
+        test.addCleanup(self._drop_all)
+        self.created = []
+
+    def database_url(self, name):
+        ident = '%s_%s' % (self.prefix, name)
+        self.backend.create_named_database(ident)
+        self.created.append(ident)
+        return str(self.backend.provisioned_database_url(ident)
+                   .render_as_string(hide_password=False))
+
+    def reference_url(self):
+        url = self.backend.provisioned_database_url(self.prefix)
+        return url.render_as_string(hide_password=False)
+
+    def template(self, suffix):
+        return ('{scheme}://{username}:{password}@{hostname}/{path}_%s'
+                % suffix)
+
+    def _drop_all(self):
+        for ident in self.created:
+            self.backend.drop_named_database(ident, conditional=True)
+
+
+BACKENDS = [('SQLite', dict(backend_class=_SQLite)),
+            ('MySQL', dict(backend_class=_MySQL))]
+
+
+class Result(object):
+    def __init__(self, code, stdout, stderr):
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def run_main(argv):
+    """Run ``nova-heal`` in-process; return its code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = heal.main(argv)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+class DeploymentTestCase(testscenarios.WithScenarios, testtools.TestCase):
+    """A deployment with cell0 and two cells on each backend.
+
+    cell1's mapping holds a URL template formatted from [database]
+    (reference_url); cell2's mapping holds a plain URL.
+    """
+
+    scenarios = BACKENDS
+
+    def setUp(self):
+        super().setUp()
+        self.db = self.backend_class(self)
+        self.deployment = dep.Deployment(self.db.database_url('api'))
+        self.addCleanup(self.deployment.dispose)
+        self.cell0 = self.deployment.add_cell(
+            'cell0', self.db.database_url('cell0'), uuid=dep.CELL0_UUID)
+        self.cell1 = self.deployment.add_cell(
+            'cell1', self.db.database_url('cell1'),
+            stored_url=self.db.template('cell1'))
+        self.cell2 = self.deployment.add_cell(
+            'cell2', self.db.database_url('cell2'))
+        self.config_file = self.write_config()
+
+    def write_config(self, extra=''):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as handle:
+            handle.write('[DEFAULT]\ntransport_url = rabbit://nova:pw@mq//\n'
+                         '[api_database]\nconnection = %s\n'
+                         '[database]\nconnection = %s\n'
+                         '[healreq]\nskip_updated_within = 60\n%s'
+                         % (self.deployment.api_engine.url.render_as_string(
+                             hide_password=False),
+                            self.db.reference_url(), extra))
+        return path
+
+    def heal(self, *args, config_file=None):
+        return run_main(['--config-file', config_file or self.config_file,
+                         'request-specs'] + list(args))
