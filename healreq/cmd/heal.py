@@ -9,9 +9,12 @@ import argparse
 import contextlib
 import io
 import sys
+import traceback
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
+import sqlalchemy.exc
 
 from healreq.cmd import common
 from healreq.cmd import output
@@ -160,27 +163,42 @@ def _options(conf):
 
 def _request_specs(conf):
     options = _options(conf)
-    api_engine = engines.create_engine(conf.api_database.connection)
+    try:
+        api_engine = engines.create_engine(conf.api_database.connection)
+    except sqlalchemy.exc.ArgumentError as exc:
+        raise _Stop(ExitCode.INVALID_INPUT,
+                    'nova-heal: error: invalid [api_database]/connection: '
+                    '%s' % exc)
     try:
         run = heal_engine.Engine(api_engine, conf.database.connection,
                                  options)
-        try:
-            report = run.run()
-        except heal_engine.InvalidInput as exc:
-            raise _Stop(ExitCode.INVALID_INPUT, 'nova-heal: error: %s' % exc)
+        report = run.run()
+    except heal_engine.InvalidInput as exc:
+        raise _Stop(ExitCode.INVALID_INPUT, 'nova-heal: error: %s' % exc)
+    except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError) as exc:
+        raise _Stop(ExitCode.NEEDS_ATTENTION,
+                    'nova-heal: error: API database: %s'
+                    % _first_line(getattr(exc, 'orig', None) or exc))
     finally:
         api_engine.dispose()
     code = common.exit_code_for(report)
     if conf.command.format == 'json':
         print(output.render_json(report, code))
     else:
-        print(output.render_text(report, code, conf.command.verbose))
+        print(output.render_text(
+            report, code, verbose=conf.command.verbose,
+            list_skipped=conf.command.verbose or bool(options.instance_uuid)))
     return code
 
 
 def _demo(conf):
     from healreq.testing import demo
     return demo.run(conf.command.workdir, main)
+
+
+def _first_line(exc):
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ''
 
 
 def main(argv=None):
@@ -198,10 +216,10 @@ def main(argv=None):
             print(urls.mask_password(stop.message), file=sys.stderr)
         return int(stop.code)
     except Exception as exc:
-        LOG.exception('Unexpected error')
+        # Tracebacks may quote connection URLs: log them masked.
+        LOG.error(urls.mask_password(traceback.format_exc()))
         print(urls.mask_password('nova-heal: unexpected error: %s: %s' % (
-            type(exc).__name__, str(exc).splitlines()[0] if str(exc) else
-            '')), file=sys.stderr)
+            type(exc).__name__, _first_line(exc))), file=sys.stderr)
         return int(ExitCode.UNEXPECTED_ERROR)
     finally:
         conf.reset()

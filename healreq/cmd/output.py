@@ -63,15 +63,33 @@ def _finding_line(finding, cell_names, verbose):
     return lines
 
 
-def render_text(report, exit_code, verbose=False):
-    """A readable report: one line per finding and a summary per cell."""
+def _outcome(exit_code, report):
+    if exit_code == 0:
+        return 'drift found' if report.dry_run else 'healed'
+    return {1: 'max count reached, more remain',
+            2: 'needs manual attention',
+            3: 'concurrent changes, run again',
+            4: 'nothing to heal'}[exit_code]
+
+
+def render_text(report, exit_code, verbose=False, list_skipped=False):
+    """A readable report: one line per finding and a summary per cell.
+
+    Skipped instances are only counted unless ``list_skipped``: on a busy
+    cloud many instances are mid-operation at any time.
+    """
     cell_names = {c.uuid: c.name for c in report.cells}
     lines = []
+    hidden = 0
     for cell in report.cells:
         label = '%s(%s)' % (cell.uuid, cell.name) if cell.name else str(
             cell.uuid)
         for finding in report.findings + report.notices:
-            if finding.cell_uuid == cell.uuid:
+            if finding.cell_uuid != cell.uuid:
+                continue
+            if finding.status is Status.SKIPPED and not list_skipped:
+                hidden += 1
+            else:
                 lines.extend(_finding_line(finding, cell_names, verbose))
         if cell.error:
             lines.append('Cell %s: ERROR %s' % (label, cell.error))
@@ -79,12 +97,15 @@ def render_text(report, exit_code, verbose=False):
         counts['instances_checked'] = cell.checked
         lines.append('Cell %s: %s' % (label, _counts(counts)))
     lines.append('Total: %s' % _counts(report.summary()))
+    if hidden:
+        lines.append('%d skipped instance(s) not listed; --verbose lists '
+                     'them.' % hidden)
     if report.more_remain:
         lines.append('Max count reached; more instances remain: run again.')
     summary = report.summary()
     if report.dry_run:
         lines.append('Dry run: nothing was written; %d instance(s) would be '
                      'healed.' % summary['drifted'])
-    lines.append('Exit code %d (%s).' % (exit_code, exit_code.name.lower()
-                                          .replace('_', ' ')))
+    lines.append('Exit code %d (%s).'
+                 % (exit_code, _outcome(exit_code, report)))
     return '\n'.join(lines)

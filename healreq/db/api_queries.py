@@ -4,7 +4,7 @@ import sqlalchemy as sa
 
 from healreq.db import tables
 
-CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+CELL0_UUID = tables.CELL0_UUID
 
 
 def get_cells(conn):

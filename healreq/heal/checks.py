@@ -7,6 +7,7 @@ for a batch and gets back a finding and, for drift, the healed spec text.
 import dataclasses
 import datetime
 
+from healreq.db import tables
 from healreq.heal import fields
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
@@ -94,7 +95,7 @@ def skip_reason(record, cell, now, settings):
     mapping = record.mapping
     if instance['deleted']:
         return 'instance-deleted', 'the instance is deleted'
-    if cell['uuid'] == CELL0_UUID:
+    if cell['uuid'] == tables.CELL0_UUID:
         return 'cell0', 'the instance is in cell0'
     if instance['hidden']:
         return 'hidden', 'hidden copy of a cross-cell resize'
@@ -125,9 +126,6 @@ def skip_reason(record, cell, now, settings):
     if instance['host'] is None and vm_state != 'shelved_offloaded':
         return 'no-host', 'the instance has no host'
     return None
-
-
-CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
 
 def _check_skips(record, cell, now, settings, finding):

@@ -76,7 +76,7 @@ def run(workdir, main):
         config = build(workdir)
         print('Built a demo deployment (API DB, cell0, cell1, cell2) in %s'
               % workdir)
-        expected = [(['request-specs', '--dry-run'], 0),
+        expected = [(['request-specs', '--dry-run', '--verbose'], 0),
                     (['request-specs'], 0),
                     (['request-specs'], 4)]
         codes = []

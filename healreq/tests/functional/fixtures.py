@@ -8,17 +8,25 @@ is set, in which case they fail: CI sets it.
 """
 
 import contextlib
+import datetime
 import io
+import json
 import os
 import uuid
 
 import fixtures
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import provision
+import sqlalchemy as sa
 import testscenarios
 import testtools
 
 from healreq.cmd import heal
+from healreq.db import engines
+from healreq.db import tables
+from healreq.heal import checks
+from healreq.heal import engine as heal_engine
+from healreq.testing import demo
 from healreq.testing import deployment as dep
 
 REQUIRE_MYSQL = os.environ.get('HEALREQ_TEST_REQUIRE_MYSQL', '') not in (
@@ -137,3 +145,111 @@ class DeploymentTestCase(testscenarios.WithScenarios, testtools.TestCase):
     def heal(self, *args, config_file=None):
         return run_main(['--config-file', config_file or self.config_file,
                          'request-specs'] + list(args))
+
+    # -- helpers shared by the functional tests ----------------------------
+
+    def heal_json(self, *args, config_file=None):
+        """Run with ``--format json``; return the result and the document.
+
+        Fails the test unless stdout is exactly one JSON document.
+        """
+        result = self.heal('--format', 'json', *args,
+                           config_file=config_file)
+        try:
+            document = json.loads(result.stdout)
+        except ValueError as exc:
+            self.fail('stdout is not one JSON document (%s): %r\n%s'
+                      % (exc, result.stdout, result.stderr))
+        return result, document
+
+    def write_config_text(self, text):
+        """Write a configuration file holding exactly ``text``."""
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as handle:
+            handle.write(text)
+        return path
+
+    def add_drifted(self, cell, **kwargs):
+        """An instance running m1.large whose spec holds m1.small."""
+        return self.deployment.add_instance(
+            cell, demo.M1_LARGE, spec_flavor=demo.M1_SMALL, **kwargs)
+
+    def add_consistent(self, cell, **kwargs):
+        return self.deployment.add_instance(cell, demo.M1_SMALL, **kwargs)
+
+    def spec(self, instance_uuid):
+        """The stored spec, parsed."""
+        return json.loads(self.deployment.spec_text(instance_uuid))
+
+    def spec_flavor(self, instance_uuid):
+        return self.spec(instance_uuid)['nova_object.data']['flavor']
+
+    def spec_updated_at(self, instance_uuid):
+        t = tables.request_specs
+        with self.deployment.api_engine.connect() as conn:
+            return conn.execute(sa.select(t.c.updated_at).where(
+                t.c.instance_uuid == instance_uuid)).scalar()
+
+    def update_instance(self, cell, instance_uuid, **values):
+        t = tables.instances
+        with cell.engine.begin() as conn:
+            conn.execute(t.update().where(
+                t.c.uuid == instance_uuid).values(**values))
+
+    def update_extra(self, cell, instance_uuid, **values):
+        t = tables.instance_extra
+        with cell.engine.begin() as conn:
+            conn.execute(t.update().where(
+                t.c.instance_uuid == instance_uuid).values(**values))
+
+    def instance_flavors(self, cell, instance_uuid):
+        """``instance_extra.flavor`` of an instance, parsed."""
+        t = tables.instance_extra
+        with cell.engine.connect() as conn:
+            return json.loads(conn.execute(sa.select(t.c.flavor).where(
+                t.c.instance_uuid == instance_uuid)).scalar())
+
+    def run_engine(self, clock=None, **options):
+        """Run the request-specs Engine in-process, as the CLI builds it.
+
+        Returns the RunReport. ``clock`` replaces the engine's clock.
+        """
+        api_engine = engines.create_engine(
+            self.deployment.api_engine.url.render_as_string(
+                hide_password=False))
+        self.addCleanup(api_engine.dispose)
+        options.setdefault('settings',
+                           checks.Settings(skip_updated_within=60))
+        kwargs = {'clock': clock} if clock is not None else {}
+        return heal_engine.Engine(api_engine, self.db.reference_url(),
+                                  heal_engine.Options(**options),
+                                  **kwargs).run()
+
+
+def utcnow():
+    """Naive UTC now, as Nova stores timestamps."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None, microsecond=0)
+
+
+class ActingClock(object):
+    """An Engine clock that runs ``action`` once, on call ``on_call``.
+
+    The engine reads its clock once per batch right after reading the
+    batch (call 1), then for each drifted instance after re-reading it
+    (call 2, right before the write) and for the write's updated_at.
+    """
+
+    def __init__(self, action, on_call):
+        self.action = action
+        self.on_call = on_call
+        self.calls = 0
+        self.fired = False
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls == self.on_call:
+            self.action()
+            self.fired = True
+        return utcnow()
