@@ -13,4 +13,3 @@
 import pbr.version
 
 version_info = pbr.version.VersionInfo('healreq')
-

@@ -1,3 +1,16 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
 """``nova-heal``: the command line.
 
 Parses options the way nova-manage does (global oslo options before the
@@ -165,7 +178,7 @@ def _request_specs(conf):
     options = _options(conf)
     try:
         api_engine = engines.create_engine(conf.api_database.connection)
-    except sqlalchemy.exc.ArgumentError as exc:
+    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
         raise _Stop(ExitCode.INVALID_INPUT,
                     'nova-heal: error: invalid [api_database]/connection: '
                     '%s' % exc)
@@ -211,6 +224,11 @@ def main(argv=None):
         if getattr(conf.command, 'verbose', False):
             logging.getLogger('healreq').logger.setLevel(logging.INFO)
         return int(conf.command.handler(conf))
+    except cfg.Error as exc:
+        # Invalid values in configuration files surface when read.
+        print(urls.mask_password('nova-heal: error: %s' % _first_line(exc)),
+              file=sys.stderr)
+        return int(ExitCode.INVALID_INPUT)
     except _Stop as stop:
         if stop.message:
             print(urls.mask_password(stop.message), file=sys.stderr)

@@ -1,3 +1,16 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
 """Cell database URLs: template formatting as Nova does it, and masking.
 
 ``cell_mappings.database_connection`` may be a ``str.format`` template
@@ -17,7 +30,10 @@ class TemplateError(ValueError):
 
 def _split_host_entry(netloc):
     """Split one ``user:pass@host:port`` entry, keeping raw text."""
-    userpass, _, hostport = netloc.rpartition('@')
+    if '@' in netloc:
+        userpass, hostport = netloc.split('@', 1)
+    else:
+        userpass, hostport = '', netloc
     parts = {'username': None, 'password': None,
              'hostname': None, 'port': None}
     if hostport.startswith('['):
@@ -80,11 +96,15 @@ def format_cell_url(stored, reference):
         return stored
 
 
-_PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@/\s]*@')
+# ``scheme://user:password@`` and, in multi-host URLs, ``,user:password@``.
+# SQLAlchemy passwords may contain '/' but not '@'.
+_PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@\s]*@')
+_PASSWORD_IN_HOST_LIST = re.compile(r'(,[^:/@,\s]*:)[^@\s,]*@')
 
 
 def mask_password(text):
     """Replace the password of every URL in ``text`` with ``****``."""
     if text is None:
         return text
-    return _PASSWORD_IN_URL.sub(r'\1****@', str(text))
+    text = _PASSWORD_IN_URL.sub(r'\1****@', str(text))
+    return _PASSWORD_IN_HOST_LIST.sub(r'\1****@', text)

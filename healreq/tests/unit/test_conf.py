@@ -1,0 +1,179 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Configuration options and reading a deployment's nova.conf."""
+
+import os
+
+import fixtures
+from oslo_config import cfg
+import testtools
+
+from healreq import conf as healreq_conf
+from healreq.conf import opts
+
+NOVA_CONF = """\
+[DEFAULT]
+my_ip = 192.0.2.10
+transport_url = rabbit://nova:mqsecret@mq1:5672,nova:mqsecret@mq2:5672/
+enabled_apis = osapi_compute,metadata
+instances_path = /var/lib/nova/instances
+
+[api]
+auth_strategy = keystone
+
+[api_database]
+connection = mysql+pymysql://nova:apisecret@db/nova_api?charset=utf8
+max_pool_size = 20
+connection_recycle_time = 280
+
+[database]
+connection = mysql+pymysql://nova:cellsecret@db/nova?charset=utf8
+max_overflow = 40
+
+[pci]
+alias = {"vendor_id": "10de", "product_id": "1eb8", "name": "t4"}
+alias = {"vendor_id": "8086", "product_id": "0d5c", "name": "qat"}
+device_spec = {"vendor_id": "10de", "product_id": "1eb8"}
+device_spec = {"vendor_id": "8086", "product_id": "0d5c"}
+
+[filter_scheduler]
+enabled_filters = ComputeFilter,PciPassthroughFilter
+
+[keystone_authtoken]
+www_authenticate_uri = http://keystone:5000
+password = ksecret
+
+[placement]
+region_name = RegionOne
+
+[healreq]
+batch_size = 50
+"""
+
+
+class ListOptsTest(testtools.TestCase):
+
+    @staticmethod
+    def _all_opts(conf):
+        found = set()
+        for key in conf:
+            if isinstance(conf[key], cfg.ConfigOpts.GroupAttr):
+                found.update((key, name) for name in conf[key])
+            else:
+                found.add(('DEFAULT', key))
+        return found
+
+    def _registered(self):
+        """What register_opts adds to oslo.config's own options."""
+        conf = cfg.ConfigOpts()
+        builtin = self._all_opts(conf)
+        healreq_conf.register_opts(conf)
+        return conf, self._all_opts(conf) - builtin
+
+    def _listed(self):
+        listed = set()
+        for group, group_opts in opts.list_opts():
+            for opt in group_opts:
+                listed.add((getattr(group, 'name', group), opt.dest))
+        return listed
+
+    def test_every_registered_option_is_listed(self):
+        _, registered = self._registered()
+        self.assertEqual(registered, self._listed())
+        self.assertEqual({('api_database', 'connection'),
+                          ('database', 'connection'),
+                          ('healreq', 'batch_size'),
+                          ('healreq', 'skip_updated_within')}, registered)
+
+    def test_groups_are_opt_groups(self):
+        for group, _ in opts.list_opts():
+            self.assertIsInstance(group, cfg.OptGroup)
+
+    def test_help_texts(self):
+        for group, group_opts in opts.list_opts():
+            self.assertTrue(group.help and group.help.strip(), group.name)
+            for opt in group_opts:
+                self.assertTrue(opt.help and opt.help.strip(),
+                                '%s.%s' % (group.name, opt.name))
+
+    def test_connections_are_secret(self):
+        for group, group_opts in opts.list_opts():
+            for opt in group_opts:
+                if opt.name == 'connection':
+                    self.assertTrue(opt.secret, group.name)
+
+    def test_registering_on_a_fresh_conf(self):
+        conf, _ = self._registered()
+        conf([], project=None, default_config_files=[],
+             default_config_dirs=[])
+        self.assertIsNone(conf.api_database.connection)
+        self.assertIsNone(conf.database.connection)
+        self.assertEqual(200, conf.healreq.batch_size)
+        self.assertEqual(60, conf.healreq.skip_updated_within)
+
+    def test_registering_twice_is_harmless(self):
+        conf = cfg.ConfigOpts()
+        healreq_conf.register_opts(conf)
+        healreq_conf.register_opts(conf)
+        conf([], project=None, default_config_files=[],
+             default_config_dirs=[])
+        self.assertEqual(200, conf.healreq.batch_size)
+
+    def test_listed_opts_register_like_register_opts(self):
+        conf = cfg.ConfigOpts()
+        for group, group_opts in opts.list_opts():
+            conf.register_opts(group_opts, group=group)
+        healreq_conf.register_opts(conf)
+        conf([], project=None, default_config_files=[],
+             default_config_dirs=[])
+        self.assertEqual(60, conf.healreq.skip_updated_within)
+
+
+class NovaConfTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.directory = self.useFixture(fixtures.TempDir()).path
+        self.conf = cfg.ConfigOpts()
+        healreq_conf.register_opts(self.conf)
+        self.addCleanup(self.conf.reset)
+
+    def _load(self, text):
+        path = os.path.join(self.directory, 'nova.conf')
+        with open(path, 'w') as handle:
+            handle.write(text)
+        self.conf(['--config-file', path], project=None,
+                  default_config_files=[], default_config_dirs=[])
+        return path
+
+    def test_nova_conf_is_read(self):
+        self._load(NOVA_CONF)
+        self.assertEqual(
+            'mysql+pymysql://nova:apisecret@db/nova_api?charset=utf8',
+            self.conf.api_database.connection)
+        self.assertEqual(
+            'mysql+pymysql://nova:cellsecret@db/nova?charset=utf8',
+            self.conf.database.connection)
+        self.assertEqual(50, self.conf.healreq.batch_size)
+        self.assertEqual(60, self.conf.healreq.skip_updated_within)
+
+    def test_unknown_options_are_not_registered(self):
+        self._load(NOVA_CONF)
+        self.assertRaises(cfg.NoSuchOptError, getattr,
+                          self.conf.api_database, 'max_pool_size')
+        self.assertRaises(cfg.NoSuchOptError, getattr, self.conf, 'pci')
+
+    def test_empty_file(self):
+        self._load('')
+        self.assertIsNone(self.conf.api_database.connection)
+        self.assertEqual(200, self.conf.healreq.batch_size)
