@@ -25,4 +25,5 @@ def create_engine(url):
     through oslo.db's retry loop.
     """
     return engines.create_engine(url, max_retries=0, max_pool_size=2,
-                                 max_overflow=0)
+                                 max_overflow=0,
+                                 mysql_sql_mode='TRADITIONAL')

@@ -41,6 +41,9 @@ from healreq.heal.findings import Status
 LOG = logging.getLogger(__name__)
 
 _DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
+# A cell URL may fail to parse (ValueError, e.g. a non-numeric port) or to
+# format (urls.TemplateError, a ValueError): both are per-cell problems.
+_CELL_ERRORS = _DB_ERRORS + (ValueError,)
 
 
 class InvalidInput(Exception):
@@ -110,7 +113,9 @@ class Engine(object):
             return self.report
         for position, cell in enumerate(cells):
             if self._limit_reached():
-                self.report.more_remain = self._any_instances(cells[position:])
+                remaining = cells[position:]
+                self.report.more_remain = (self.report.more_remain
+                                           or self._any_instances(remaining))
                 break
             self._process_cell(cell)
         return self.report
@@ -145,22 +150,24 @@ class Engine(object):
                  cell['uuid'], cell['name'])
         try:
             engine = self._connect(self._cell_url(cell))
-        except (urls.TemplateError,) + _DB_ERRORS as exc:
-            report.error = self._describe_cell_error(exc)
+        except _CELL_ERRORS as exc:
+            self._cell_failed(cell, report, exc)
             return
         try:
             self._walk_cell(cell, engine, report)
         except _DB_ERRORS as exc:
-            report.error = self._describe_cell_error(exc)
+            self._cell_failed(cell, report, exc)
         finally:
             engine.dispose()
-        if report.error:
-            LOG.error('Cell %s(%s): %s', cell['uuid'], cell['name'],
-                      report.error)
+
+    def _cell_failed(self, cell, report, exc):
+        report.error = self._describe_cell_error(exc)
+        LOG.error('Cell %s(%s): %s', cell['uuid'], cell['name'],
+                  report.error)
 
     def _describe_cell_error(self, exc):
-        if isinstance(exc, urls.TemplateError):
-            return str(exc)
+        if isinstance(exc, ValueError):
+            return urls.mask_password('invalid cell database URL: %s' % exc)
         if isinstance(exc, db_exc.DBConnectionError):
             kind = 'cell database unreachable'
         else:
@@ -210,7 +217,7 @@ class Engine(object):
                             return True
                 finally:
                     engine.dispose()
-            except (urls.TemplateError,) + _DB_ERRORS:
+            except _CELL_ERRORS:
                 return True
         return False
 
@@ -294,11 +301,12 @@ class Engine(object):
                                   ', %s' % again.finding.reason
                                   if again.finding.reason else ''))
             return
-        self._would_heal += 1
         if self.options.dry_run:
+            self._would_heal += 1
             return
         swapped = self._swap(record.spec_row, evaluation.new_spec)
         if swapped:
+            self._would_heal += 1
             finding.status = Status.HEALED
             LOG.info('Healed request spec of instance %s: %s',
                      finding.instance_uuid,
