@@ -1,0 +1,951 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Guest NUMA request topologies, derived and stored.
+
+``constraints`` computes what Nova's ``numa_get_constraints`` (Nova 34)
+computes for a flavor and an image: the request topology a RequestSpec
+holds, or a refusal carrying the name of the exception Nova raises. The
+checks run in Nova's order, because the order decides which refusal is
+reported when a request is wrong in more than one way.
+
+``from_primitive``/``to_primitive`` read and write ``InstanceNUMATopology``
+primitives. Reading applies the cpuset migration Nova runs whenever it
+loads a topology and drops what is fitted to a host (host node ids,
+pinning, reserved CPUs), so a request topology and a stored one compare
+equal when Nova would schedule them alike.
+"""
+
+import dataclasses
+import math
+import re
+
+from healreq.objects import primitive
+
+PrimitiveError = primitive.PrimitiveError
+
+TOPOLOGY_NAME = 'InstanceNUMATopology'
+CELL_NAME = 'InstanceNUMACell'
+# Newest versions Nova 34 reads; a newer stored version is unloadable.
+TOPOLOGY_VERSION = (1, 3)
+CELL_VERSION = (1, 6)
+
+# Symbolic page sizes (negative so they cannot clash with KiB sizes).
+MEMPAGES_SMALL = -1
+MEMPAGES_LARGE = -2
+MEMPAGES_ANY = -3
+_SYMBOLIC_PAGESIZES = {'small': MEMPAGES_SMALL, 'large': MEMPAGES_LARGE,
+                       'any': MEMPAGES_ANY}
+
+DEDICATED = 'dedicated'
+SHARED = 'shared'
+MIXED = 'mixed'
+CPU_POLICIES = (DEDICATED, SHARED, MIXED)
+THREAD_POLICIES = ('prefer', 'isolate', 'require')
+EMULATOR_THREADS_POLICIES = ('share', 'isolate')
+
+# Per-node extra specs are read for nodes 0.. up to this many.
+NUMA_NODES_MAX = 128
+
+_TRUE_STRINGS = ('1', 't', 'true', 'on', 'y', 'yes')
+_RESOURCE_VCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:VCPU')
+_RESOURCE_PCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:PCPU')
+_HYPERTHREADING_RE = re.compile(
+    r'trait(?:[1-9][0-9]*)?:HW_CPU_HYPERTHREADING')
+# A byte size as oslo's string_to_bytes reads it in IEC mode ("2MB",
+# "1GiB", "512Kb"); "$" also accepts one trailing newline, as there.
+_BYTE_SIZE_RE = re.compile(
+    r'(^[-+]?\d*\.?\d+)([KMGTPEZYRQ]i?)?(b|bit|B)$')
+_UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
+                'Y': 8, 'R': 9, 'Q': 10}
+
+# Memory encryption models: (needs stateless firmware, rejects video).
+_ENCRYPTION_MODELS = {
+    'amd-sev': (False, False),
+    'amd-sev-es': (False, False),
+    'amd-sev-snp': (True, False),
+    'intel-tdx': (True, True),
+}
+
+# Fields of InstanceNUMACell in Nova's declaration (and output) order,
+# with the version that added each.
+_CELL_FIELDS = (('id', (1, 0)), ('cpuset', (1, 0)), ('pcpuset', (1, 5)),
+                ('cpuset_reserved', (1, 4)), ('memory', (1, 0)),
+                ('pagesize', (1, 1)), ('cpu_pinning_raw', (1, 2)),
+                ('cpu_policy', (1, 3)), ('cpu_thread_policy', (1, 3)))
+
+
+class UnloadableTopology(PrimitiveError):
+    """A well-formed stored topology that Nova 34 nevertheless fails to load.
+
+    Regenerating the topology (at InstanceNUMACell 1.4 or later) repairs it.
+    """
+
+
+class ConstraintError(ValueError):
+    """Nova would refuse this flavor/image combination."""
+
+    def __init__(self, nova_exception, message):
+        super().__init__(message)
+        self.nova_exception = nova_exception
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One guest NUMA node of a request topology.
+
+    ``pcpuset`` is None only for a stored cell that still lacks the field
+    after Nova's load and migration (Nova fails when it later reads it);
+    such a cell never equals a derived one.
+    """
+    id: int
+    cpuset: frozenset
+    pcpuset: frozenset
+    memory: int
+    pagesize: int | None = None
+    cpu_policy: str | None = None
+    cpu_thread_policy: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    """A guest NUMA request topology (cells in guest node order)."""
+    cells: tuple
+    emulator_threads_policy: str | None = None
+
+
+# Helpers on flavor extra spec strings, with oslo.utils' semantics.
+
+def _bool(value):
+    """strutils.bool_from_string (non-strict, default False)."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in _TRUE_STRINGS
+
+
+def _is_int_like(value):
+    try:
+        return str(int(value)) == str(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _to_int(text, what):
+    try:
+        return int(text)
+    except ValueError:
+        raise ConstraintError('ValueError',
+                              '%s %r is not an integer' % (what, text))
+
+
+def parse_cpu_spec(spec):
+    """Parse a CPU list such as ``0-3,^2,6`` into a set of ints.
+
+    Raises ConstraintError ('Invalid') for an unparsable element.
+    """
+    # Built by in-place union and difference like Nova's parser: when a
+    # manual node layout has two faults, the set's iteration order picks
+    # the one reported.
+    wanted = set()
+    unwanted = set()
+    for item in spec.split(','):
+        item = item.strip()
+        if not item:
+            continue
+        low, dash, high = item.partition('-')
+        if dash:
+            target = wanted
+            if low.startswith('^'):
+                target = unwanted
+                low = low[1:]
+            try:
+                first, last = int(low.strip()), int(high.strip())
+            except ValueError:
+                raise ConstraintError(
+                    'Invalid', 'invalid CPU range %r' % item)
+            if first > last:
+                raise ConstraintError(
+                    'Invalid', 'invalid CPU range %r' % item)
+            target |= set(range(first, last + 1))
+        elif item.startswith('^'):
+            try:
+                unwanted.add(int(item[1:].strip()))
+            except ValueError:
+                raise ConstraintError(
+                    'Invalid', 'invalid CPU exclusion %r' % item)
+        else:
+            try:
+                wanted.add(int(item))
+            except ValueError:
+                raise ConstraintError('Invalid', 'invalid CPU %r' % item)
+    wanted -= unwanted
+    return wanted
+
+
+def _parse_cpu_mask(mask, vcpus):
+    """A CPU mask; one starting with ``^`` applies to all guest CPUs."""
+    if mask.strip().startswith('^'):
+        return parse_cpu_spec('0-%d,%s' % (vcpus - 1, mask))
+    return parse_cpu_spec(mask)
+
+
+def _bytes(text):
+    """oslo's string_to_bytes(text, 'IEC', return_int=True)."""
+    match = _BYTE_SIZE_RE.match(text)
+    if not match:
+        raise ValueError(text)
+    number, prefix, unit = match.groups()
+    size = float(number)
+    if unit in ('b', 'bit'):
+        size /= 8
+    if prefix:
+        size = size * pow(1024, _UNIT_POWERS[prefix[0]])
+    # math.ceil of an infinite size raises OverflowError, as in Nova.
+    return int(math.ceil(size))
+
+
+def _page_size(request):
+    """A page size request as Nova evaluates it (KiB, maybe a float)."""
+    if request in _SYMBOLIC_PAGESIZES:
+        return _SYMBOLIC_PAGESIZES[request]
+    if request.isdigit():
+        # isdigit() accepts digits int() rejects ('²'): Nova then fails
+        # with a bare ValueError.
+        return _to_int(request, 'page size')
+    try:
+        size = _bytes(request)
+    except ValueError:
+        raise ConstraintError('MemoryPageSizeInvalid',
+                              'invalid memory page size %r' % request)
+    except OverflowError:
+        raise ConstraintError('OverflowError',
+                              'memory page size %r is too large' % request)
+    # True division: Nova keeps the float ("1.5KB" is 1.5 KiB here, 1 KiB
+    # once stored in the cell).
+    return size / 1024
+
+
+# The constraint steps, in the order numa_get_constraints takes them.
+
+def _cpu_policy(specs, props):
+    flavor = specs.get('hw:cpu_policy')
+    image = props.get('hw_cpu_policy')
+    for value, source in ((flavor, 'flavor extra specs'),
+                          (image, 'image properties')):
+        if value and value not in CPU_POLICIES:
+            raise ConstraintError(
+                'InvalidCPUAllocationPolicy',
+                'CPU policy %r in %s is not one of %s'
+                % (value, source, ', '.join(CPU_POLICIES)))
+    if flavor == DEDICATED:
+        return DEDICATED
+    if flavor == MIXED:
+        if image == DEDICATED:
+            raise ConstraintError(
+                'ImageCPUPinningForbidden',
+                'the image asks for dedicated CPUs, the flavor for mixed')
+        return MIXED
+    if flavor == SHARED:
+        if image in (DEDICATED, MIXED):
+            raise ConstraintError(
+                'ImageCPUPinningForbidden',
+                'the image asks for %s CPUs, the flavor for shared' % image)
+        return SHARED
+    return image if image in CPU_POLICIES else None
+
+
+def _thread_policy(specs, props):
+    flavor = specs.get('hw:cpu_thread_policy')
+    image = props.get('hw_cpu_thread_policy')
+    for value, source in ((flavor, 'flavor extra specs'),
+                          (image, 'image properties')):
+        if value and value not in THREAD_POLICIES:
+            raise ConstraintError(
+                'InvalidCPUThreadAllocationPolicy',
+                'CPU thread policy %r in %s is not one of %s'
+                % (value, source, ', '.join(THREAD_POLICIES)))
+    if flavor is None or flavor == 'prefer':
+        return flavor or image
+    if image and image != flavor:
+        raise ConstraintError(
+            'ImageCPUThreadPolicyForbidden',
+            'the image asks for CPU thread policy %s, the flavor for %s'
+            % (image, flavor))
+    # May be '' (an empty flavor value); Nova then fails when it stores
+    # it in a cell, see _build.
+    return flavor
+
+
+def _emulator_threads_policy(specs):
+    policy = specs.get('hw:emulator_threads_policy')
+    if not policy:
+        return None
+    if policy not in EMULATOR_THREADS_POLICIES:
+        raise ConstraintError(
+            'InvalidEmulatorThreadsPolicy',
+            'emulator threads policy %r is not one of %s'
+            % (policy, ', '.join(EMULATOR_THREADS_POLICIES)))
+    return policy
+
+
+def _realtime_cpus(vcpus, specs, props):
+    if not _bool(specs.get('hw:cpu_realtime')):
+        return None
+    # The image's mask is more specific and wins.
+    mask = (props.get('hw_cpu_realtime_mask')
+            or specs.get('hw:cpu_realtime_mask'))
+    every = set(range(vcpus))
+    realtime = _parse_cpu_mask(mask, vcpus) if mask else set(every)
+    if not realtime:
+        raise ConstraintError('RealtimeMaskNotFoundOrInvalid',
+                              'the realtime CPU mask selects no vCPU')
+    # Nova validates the emulator threads policy here already.
+    emulator_policy = _emulator_threads_policy(specs)
+    if realtime == every and not emulator_policy:
+        raise ConstraintError(
+            'RealtimeMaskNotFoundOrInvalid',
+            'a realtime mask must leave a vCPU for the emulator threads '
+            'unless hw:emulator_threads_policy is set')
+    if not realtime <= every:
+        raise ConstraintError(
+            'RealtimeMaskNotFoundOrInvalid',
+            'the realtime CPU mask names vCPUs the flavor does not have')
+    return realtime
+
+
+def _dedicated_cpus(vcpus, specs):
+    mask = specs.get('hw:cpu_dedicated_mask')
+    if not mask:
+        return None
+    dedicated = _parse_cpu_mask(mask, vcpus)
+    every = set(range(vcpus))
+    if not dedicated or not every - dedicated:
+        raise ConstraintError(
+            'InvalidMixedInstanceDedicatedMask',
+            'hw:cpu_dedicated_mask must leave both dedicated and shared '
+            'vCPUs')
+    if not dedicated <= every:
+        raise ConstraintError(
+            'InvalidMixedInstanceDedicatedMask',
+            'hw:cpu_dedicated_mask names vCPUs the flavor does not have')
+    return dedicated
+
+
+def _requested_cpu_resources(specs):
+    """Sums of the VCPU and PCPU amounts over all request groups."""
+    shared = dedicated = 0
+    for key, value in specs.items():
+        for pattern, kind in ((_RESOURCE_VCPU_RE, 'VCPU'),
+                              (_RESOURCE_PCPU_RE, 'PCPU')):
+            if pattern.match(key):
+                try:
+                    amount = int(value)
+                except ValueError:
+                    continue  # placement request validation reports it
+                if kind == 'VCPU':
+                    shared += amount
+                else:
+                    dedicated += amount
+    return shared, dedicated
+
+
+def _hyperthreading_trait(specs, props):
+    for key, value in specs.items():
+        if _HYPERTHREADING_RE.match(key):
+            return value
+    if 'HW_CPU_HYPERTHREADING' in (props.get('traits_required') or []):
+        return 'required'
+    return None
+
+
+def _node_count(specs, props):
+    flavor = specs.get('hw:numa_nodes')
+    image = props.get('hw_numa_nodes')
+    if flavor and image:
+        raise ConstraintError(
+            'ImageNUMATopologyForbidden',
+            'the image may not set hw_numa_nodes when the flavor does')
+    nodes = flavor or image
+    if nodes is not None and (not _is_int_like(nodes) or int(nodes) < 1):
+        raise ConstraintError('InvalidNUMANodesNumber',
+                              'invalid number of NUMA nodes %r' % (nodes,))
+    return int(nodes) if nodes else None
+
+
+def _pagesize(specs, props):
+    flavor = specs.get('hw:mem_page_size')
+    image = props.get('hw_mem_page_size')
+    if not flavor:
+        if image:
+            raise ConstraintError(
+                'MemoryPageSizeForbidden',
+                'the image asks for page size %s, the flavor for none'
+                % image)
+        return None
+    size = _page_size(flavor)
+    if image:
+        if size not in (MEMPAGES_ANY, MEMPAGES_LARGE):
+            raise ConstraintError(
+                'MemoryPageSizeForbidden',
+                'the image asks for page size %s, the flavor fixes %s'
+                % (image, flavor))
+        return _page_size(image)
+    return size
+
+
+def _pmem_labels(specs):
+    value = specs.get('hw:pmem')
+    if not value:
+        return []
+    return [label.strip() for label in value.split(',') if label.strip()]
+
+
+def _check_memory_encryption(specs, props):
+    """Validate a memory encryption request against the image."""
+    flavor_text = specs.get('hw:mem_encryption')
+    flavor = None if flavor_text is None else _bool(flavor_text)
+    image = props.get('hw_mem_encryption')
+    if not flavor and not image:
+        return
+    if flavor is not None and image is not None and flavor != image:
+        raise ConstraintError(
+            'FlavorImageConflict',
+            'the flavor sets hw:mem_encryption=%s, the image '
+            'hw_mem_encryption=%s' % (flavor_text, image))
+    flavor_model = specs.get('hw:mem_encryption_model')
+    image_model = props.get('hw_mem_encryption_model')
+    if (flavor_model is not None and image_model is not None
+            and flavor_model != image_model):
+        raise ConstraintError(
+            'FlavorImageConflict',
+            'the flavor sets memory encryption model %s, the image %s'
+            % (flavor_model, image_model))
+    model = image_model or flavor_model or 'amd-sev'
+    if model not in _ENCRYPTION_MODELS:
+        raise ConstraintError(
+            'Invalid', 'invalid memory encryption model %r' % (model,))
+    needs_stateless, rejects_video = _ENCRYPTION_MODELS[model]
+    if props.get('hw_firmware_type') != 'uefi':
+        raise ConstraintError(
+            'FlavorImageConflict',
+            'memory encryption needs hw_firmware_type=uefi on the image')
+    machine_type = props.get('hw_machine_type')
+    if machine_type is not None and 'q35' not in machine_type:
+        raise ConstraintError(
+            'InvalidMachineType',
+            'memory encryption (%s) needs a q35 machine type, not %s'
+            % (model, machine_type))
+    if needs_stateless and not props.get('hw_firmware_stateless'):
+        raise ConstraintError(
+            'StatelessFirmwareRequired',
+            'memory encryption model %s needs hw_firmware_stateless=true'
+            % model)
+    if rejects_video and props.get('hw_video_model') != 'none':
+        raise ConstraintError(
+            'InvalidVideoMode',
+            'memory encryption model %s needs hw_video_model=none' % model)
+
+
+def _check_locked_memory(specs, props):
+    """Validate memory locking (and encryption), which shape nothing."""
+    flavor_text = specs.get('hw:locked_memory')
+    image = props.get('hw_locked_memory')
+    if flavor_text is not None:
+        locked = _bool(flavor_text)
+        if image is not None and locked != image:
+            raise ConstraintError(
+                'FlavorImageLockedMemoryConflict',
+                'the flavor sets hw:locked_memory=%s, the image '
+                'hw_locked_memory=%s' % (flavor_text, image))
+    else:
+        locked = image
+    if locked:
+        if not (specs.get('hw:mem_page_size')
+                or props.get('hw_mem_page_size')):
+            raise ConstraintError(
+                'LockMemoryForbidden',
+                'locked memory needs an explicit memory page size')
+        return
+    _check_memory_encryption(specs, props)
+
+
+def _node_lists(specs, props, key, parse, image_key):
+    """Per-node values from ``key.N`` extra specs or the image."""
+    from_flavor = []
+    for node in range(NUMA_NODES_MAX):
+        name = '%s.%d' % (key, node)
+        if name not in specs:
+            break
+        from_flavor.append(parse(specs[name]))
+    from_image = props.get(image_key)
+    if not from_flavor:
+        return from_image
+    if from_image is not None:
+        raise ConstraintError(
+            'ImageNUMATopologyForbidden',
+            'the image may not set %s when the flavor sets %s.N'
+            % (image_key, key))
+    return from_flavor
+
+
+def _auto_layout(vcpus, memory_mb, nodes):
+    if vcpus % nodes or memory_mb % nodes:
+        raise ConstraintError(
+            'ImageNUMATopologyAsymmetric',
+            '%d vCPUs and %d MiB do not split evenly over %d NUMA nodes'
+            % (vcpus, memory_mb, nodes))
+    per_node = vcpus // nodes
+    return [(set(range(node * per_node, (node + 1) * per_node)),
+             memory_mb // nodes) for node in range(nodes)]
+
+
+def _manual_layout(vcpus, memory_mb, nodes, cpu_lists, memory_list):
+    unassigned = set(range(vcpus))
+    layout = []
+    total = 0
+    for node in range(nodes):
+        cpus = cpu_lists[node]
+        for cpu in cpus:
+            if cpu > vcpus - 1:
+                raise ConstraintError(
+                    'ImageNUMATopologyCPUOutOfRange',
+                    'NUMA node %d lists vCPU %d; the highest is %d'
+                    % (node, cpu, vcpus - 1))
+            if cpu not in unassigned:
+                raise ConstraintError(
+                    'ImageNUMATopologyCPUDuplicates',
+                    'vCPU %d is listed on more than one NUMA node' % cpu)
+            unassigned.remove(cpu)
+        layout.append((set(cpus), memory_list[node]))
+        total += memory_list[node]
+    if unassigned:
+        raise ConstraintError(
+            'ImageNUMATopologyCPUsUnassigned',
+            'vCPUs %s are on no NUMA node' % _cpu_list(unassigned))
+    if total != memory_mb:
+        raise ConstraintError(
+            'ImageNUMATopologyMemoryOutOfRange',
+            'NUMA node memory adds up to %d MiB, not %d' % (total, memory_mb))
+    return layout
+
+
+def _extra_specs(extra_specs):
+    """Extra spec values as Nova's Flavor object holds them (strings)."""
+    specs = {}
+    for key, value in (extra_specs or {}).items():
+        if isinstance(value, (int, float)):
+            value = str(value)
+        elif not isinstance(value, str):
+            raise ConstraintError(
+                'ValueError', 'extra spec %s is not a string: %r'
+                % (key, value))
+        specs[key] = value
+    return specs
+
+
+def constraints(vcpus, memory_mb, extra_specs, image_props):
+    """The request NUMA topology Nova derives for a flavor and image.
+
+    ``extra_specs`` are the flavor's extra specs (strings); ``image_props``
+    maps ImageMetaProps field names to their coerced values (absent = not
+    set). Returns a Topology, or None when the request needs no NUMA
+    topology. Raises ConstraintError, naming Nova's exception, exactly
+    when numa_get_constraints raises.
+    """
+    specs = _extra_specs(extra_specs)
+    props = image_props or {}
+
+    cpu_policy = _cpu_policy(specs, props)
+    thread_policy = _thread_policy(specs, props)
+    realtime = _realtime_cpus(vcpus, specs, props)
+    dedicated = _dedicated_cpus(vcpus, specs)
+    emulator_policy = _emulator_threads_policy(specs)
+
+    # Explicit resources:VCPU / resources:PCPU requests imply the policy.
+    shared_amount, dedicated_amount = _requested_cpu_resources(specs)
+    if cpu_policy and (shared_amount or dedicated_amount):
+        raise ConstraintError(
+            'InvalidRequest',
+            'resources:VCPU or resources:PCPU cannot be combined with a '
+            'CPU policy')
+    if shared_amount and dedicated_amount:
+        raise ConstraintError(
+            'InvalidRequest',
+            'resources:VCPU and resources:PCPU cannot both be requested')
+    if dedicated_amount:
+        expected = vcpus + 1 if emulator_policy == 'isolate' else vcpus
+        if dedicated_amount != expected:
+            raise ConstraintError(
+                'InvalidRequest',
+                'resources:PCPU=%d must be %d (the flavor\'s vCPUs%s)'
+                % (dedicated_amount, expected,
+                   ' plus one for isolated emulator threads'
+                   if emulator_policy == 'isolate' else ''))
+        cpu_policy = DEDICATED
+    if shared_amount:
+        cpu_policy = SHARED
+
+    hyperthreading = _hyperthreading_trait(specs, props)
+    if thread_policy and hyperthreading:
+        raise ConstraintError(
+            'InvalidRequest',
+            'the HW_CPU_HYPERTHREADING trait cannot be combined with a CPU '
+            'thread policy')
+    if hyperthreading == 'forbidden':
+        thread_policy = 'isolate'
+    elif hyperthreading == 'required':
+        thread_policy = 'require'
+
+    if cpu_policy in (SHARED, None):
+        if thread_policy:
+            raise ConstraintError(
+                'CPUThreadPolicyConfigurationInvalid',
+                'a CPU thread policy needs dedicated CPUs')
+        if emulator_policy == 'isolate':
+            raise ConstraintError(
+                'BadRequirementEmulatorThreadsPolicy',
+                'isolated emulator threads need dedicated CPUs')
+        if dedicated:
+            raise ConstraintError(
+                'RequiredMixedInstancePolicy',
+                'hw:cpu_dedicated_mask needs hw:cpu_policy=mixed')
+        if realtime:
+            raise ConstraintError(
+                'RealtimeConfigurationInvalid',
+                'realtime vCPUs need dedicated CPUs')
+    elif cpu_policy == DEDICATED:
+        if dedicated:
+            raise ConstraintError(
+                'RequiredMixedInstancePolicy',
+                'hw:cpu_dedicated_mask needs hw:cpu_policy=mixed')
+    else:
+        if bool(realtime) == bool(dedicated):
+            raise ConstraintError(
+                'RequiredMixedOrRealtimeCPUMask',
+                'the mixed policy needs exactly one of a realtime mask and '
+                'hw:cpu_dedicated_mask')
+        # With a realtime mask, the realtime vCPUs are the dedicated ones.
+        dedicated = dedicated or realtime
+
+    nodes = _node_count(specs, props)
+    pagesize = _pagesize(specs, props)
+    pmem = _pmem_labels(specs)
+    _check_locked_memory(specs, props)
+
+    # A topology exists only for explicit nodes, huge pages, vPMEM or
+    # pinning. pagesize may be 0, which does not count.
+    if not (nodes or pagesize or pmem
+            or cpu_policy in (DEDICATED, MIXED)):
+        return None
+
+    if cpu_policy == DEDICATED:
+        pinned = set(range(vcpus))
+    else:
+        pinned = dedicated or set()
+    floating = set(range(vcpus)) - pinned
+    nodes = nodes or 1
+    cpu_lists = _node_lists(specs, props, 'hw:numa_cpus', parse_cpu_spec,
+                            'hw_numa_cpus')
+    memory_list = _node_lists(
+        specs, props, 'hw:numa_mem',
+        lambda text: _to_int(text, 'hw:numa_mem'), 'hw_numa_mem')
+    if cpu_lists is None and memory_list is None:
+        layout = _auto_layout(vcpus, memory_mb, nodes)
+    elif (cpu_lists is None or memory_list is None
+          or len(cpu_lists) != nodes or len(memory_list) != nodes):
+        raise ConstraintError(
+            'ImageNUMATopologyIncomplete',
+            'CPUs and memory must be given for each of the %d NUMA nodes'
+            % nodes)
+    else:
+        layout = _manual_layout(vcpus, memory_mb, nodes, cpu_lists,
+                                memory_list)
+
+    if thread_policy not in THREAD_POLICIES + (None,):
+        # Only an empty hw:cpu_thread_policy gets here; Nova's cell field
+        # rejects it.
+        raise ConstraintError(
+            'ValueError', 'CPU thread policy %r is not valid in a NUMA cell'
+            % (thread_policy,))
+    cells = tuple(
+        Cell(id=node, cpuset=frozenset(cpus & floating),
+             pcpuset=frozenset(cpus & pinned), memory=int(memory),
+             pagesize=None if pagesize is None else int(pagesize),
+             cpu_policy=cpu_policy, cpu_thread_policy=thread_policy)
+        for node, (cpus, memory) in enumerate(layout))
+    return Topology(cells=cells, emulator_threads_policy=emulator_policy)
+
+
+# Stored primitives.
+
+def _version(document, newest, what):
+    version = primitive.parse_version(document.get(primitive.VERSION), what)
+    if version[0] != newest[0] or version > newest:
+        raise PrimitiveError(
+            '%s has version %s, which Nova 34 cannot read (newest %d.%d)'
+            % (what, document[primitive.VERSION], newest[0], newest[1]))
+    return version
+
+
+def _int(value, what, nullable=False):
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool):
+        raise PrimitiveError('%s is not an integer: %r' % (what, value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise PrimitiveError('%s is not an integer: %r' % (what, value))
+
+
+def _int_set(value, what, nullable=False):
+    if value is None and nullable:
+        return None
+    if not isinstance(value, list):
+        raise PrimitiveError('%s is not a list of integers' % what)
+    return frozenset(_int(item, what) for item in value)
+
+
+def _enum(value, allowed, what):
+    if value is not None and value not in allowed:
+        raise PrimitiveError('%s has invalid value %r' % (what, value))
+    return value
+
+
+def _stored_cell(document, index, has_uuid, what):
+    data = primitive.unwrap(document, CELL_NAME, what)
+    version = _version(document, CELL_VERSION, what)
+    for field in ('id', 'cpuset', 'memory'):
+        if field not in data:
+            raise PrimitiveError('%s has no %s' % (what, field))
+    _int(data['id'], what + '.id')
+    cpuset = _int_set(data['cpuset'], what + '.cpuset')
+    pcpuset = (_int_set(data['pcpuset'], what + '.pcpuset')
+               if 'pcpuset' in data else None)
+    memory = _int(data['memory'], what + '.memory')
+    pagesize = _int(data.get('pagesize'), what + '.pagesize', True)
+    policy = _enum(data.get('cpu_policy'), CPU_POLICIES,
+                   what + '.cpu_policy')
+    thread_policy = _enum(data.get('cpu_thread_policy'), THREAD_POLICIES,
+                          what + '.cpu_thread_policy')
+    # Host-fitted values: validated (Nova must load them), not kept.
+    _int_set(data.get('cpuset_reserved'), what + '.cpuset_reserved', True)
+    pinning = data.get('cpu_pinning_raw')
+    if pinning is not None:
+        if not isinstance(pinning, dict):
+            raise PrimitiveError('%s.cpu_pinning_raw is not a dict' % what)
+        for value in pinning.values():
+            _int(value, what + '.cpu_pinning_raw')
+    if data.get('cpu_topology') is not None:
+        primitive.unwrap(data['cpu_topology'], 'VirtCPUTopology',
+                         what + '.cpu_topology')
+
+    # InstanceNUMATopology._migrate_legacy_dedicated_instance_cpuset, which
+    # Nova runs on every load of a spec or instance topology.
+    if version < (1, 4) or (version < (1, 6) and policy == MIXED):
+        # Left alone, after a warning naming the topology's instance_uuid:
+        # without one (a request topology never has one) Nova's load fails.
+        if not has_uuid:
+            raise UnloadableTopology(
+                '%s (InstanceNUMACell %s%s) in a topology without '
+                'instance_uuid: Nova 34 fails to load it'
+                % (what, document[primitive.VERSION],
+                   ', mixed' if policy == MIXED else ''))
+    elif version >= (1, 5) and policy == DEDICATED and (
+            cpuset or not pcpuset):
+        # Inconsistent, left alone. With cpuset empty Nova reads pcpuset
+        # here, and fails if the cell has none.
+        if not cpuset and pcpuset is None:
+            raise UnloadableTopology(
+                '%s is dedicated with neither cpuset nor pcpuset: Nova 34 '
+                'fails to load it' % what)
+    elif version < (1, 6):
+        if policy == DEDICATED:
+            if not pcpuset:
+                cpuset, pcpuset = frozenset(), cpuset
+        else:
+            pcpuset = frozenset()
+    return Cell(id=index, cpuset=cpuset, pcpuset=pcpuset, memory=memory,
+                pagesize=pagesize, cpu_policy=policy,
+                cpu_thread_policy=thread_policy)
+
+
+def _legacy_topology(document, what):
+    """A pre-Liberty unversioned topology, converted as Nova does."""
+    cells = []
+    for index, cell in enumerate(document['cells']):
+        where = '%s.cells[%d]' % (what, index)
+        if not isinstance(cell, dict):
+            raise PrimitiveError('%s is not a dict' % where)
+        _int(cell.get('id'), where + '.id')
+        cpus = cell.get('cpus', '')
+        if not isinstance(cpus, str):
+            raise PrimitiveError('%s.cpus is not a string' % where)
+        try:
+            cpuset = frozenset(parse_cpu_spec(cpus))
+        except ConstraintError as exc:
+            raise PrimitiveError('%s.cpus: %s' % (where, exc))
+        memory = cell.get('mem', {})
+        if not isinstance(memory, dict):
+            raise PrimitiveError('%s.mem is not a dict' % where)
+        cells.append(Cell(
+            id=index, cpuset=cpuset, pcpuset=frozenset(),
+            memory=_int(memory.get('total', 0), where + '.mem.total'),
+            pagesize=_int(cell.get('pagesize'), where + '.pagesize', True)))
+    return Topology(cells=tuple(cells), emulator_threads_policy=None)
+
+
+def from_primitive(document, what):
+    """Read a stored InstanceNUMATopology as Nova loads it.
+
+    ``document`` is a primitive (or its JSON text); None or JSON null
+    gives None. Applies Nova's legacy cpuset migration, reads pre-Liberty
+    unversioned topologies, and returns a request form: cells in guest
+    order with ``id`` the guest node index, host pinning dropped. Raises
+    PrimitiveError for anything Nova 34 could not load.
+    """
+    if isinstance(document, (str, bytes, bytearray)):
+        document = primitive.load_json(document, what)
+    if document is None:
+        return None
+    if (isinstance(document, dict) and primitive.NAME not in document
+            and isinstance(document.get('cells'), list)):
+        return _legacy_topology(document, what)
+    data = primitive.unwrap(document, TOPOLOGY_NAME, what)
+    _version(document, TOPOLOGY_VERSION, what)
+    cells = data.get('cells')
+    if not isinstance(cells, list):
+        raise PrimitiveError('%s has no cells list' % what)
+    uuid = data.get('instance_uuid')
+    if 'instance_uuid' in data and not isinstance(uuid, str):
+        raise PrimitiveError('%s.instance_uuid is not a string' % what)
+    if data.get('id') is not None:
+        _int(data['id'], what + '.id')
+    policy = _enum(data.get('emulator_threads_policy'),
+                   EMULATOR_THREADS_POLICIES,
+                   what + '.emulator_threads_policy')
+    return Topology(
+        cells=tuple(_stored_cell(cell, index, 'instance_uuid' in data,
+                                 '%s.cells[%d]' % (what, index))
+                    for index, cell in enumerate(cells)),
+        emulator_threads_policy=policy)
+
+
+def _target(version, newest, name):
+    parsed = primitive.parse_version(version, '%s target' % name)
+    if parsed[0] != newest[0] or parsed > newest:
+        raise PrimitiveError('cannot write %s version %s (newest %d.%d)'
+                             % (name, version, newest[0], newest[1]))
+    return parsed
+
+
+def _cell_primitive(cell, version, target):
+    data = {'id': cell.id, 'cpuset': sorted(cell.cpuset),
+            'pcpuset': None if cell.pcpuset is None else sorted(cell.pcpuset),
+            'cpuset_reserved': None, 'memory': cell.memory,
+            'pagesize': cell.pagesize, 'cpu_pinning_raw': None,
+            'cpu_policy': cell.cpu_policy,
+            'cpu_thread_policy': cell.cpu_thread_policy}
+    if cell.pcpuset is None:
+        del data['pcpuset']
+    # InstanceNUMACell.obj_make_compatible.
+    if target < (1, 6) and cell.cpu_policy == MIXED:
+        raise ConstraintError(
+            'IncompatibleObjectVersion',
+            'InstanceNUMACell %s cannot express the mixed CPU policy'
+            % version)
+    if target < (1, 5) and cell.cpu_policy == DEDICATED and 'pcpuset' in data:
+        # Before 1.5 a dedicated cell listed its pinned vCPUs in cpuset.
+        data['cpuset'] = data['pcpuset']
+    # Also drop what Nova's backport leaves in (pagesize below 1.1,
+    # cpu_pinning_raw below 1.2): a version must not carry later fields.
+    data = {field: data[field] for field, added in _CELL_FIELDS
+            if field in data and target >= added}
+    return primitive.wrap(CELL_NAME, version, data)
+
+
+def to_primitive(topology, topology_version, cell_version):
+    """The InstanceNUMATopology primitive of a request topology.
+
+    Written as Nova's ``obj_to_primitive`` writes a freshly computed
+    constraint at the given object versions (no change list), with
+    Nova's backports applied. Raises ConstraintError
+    ('IncompatibleObjectVersion') when a cell version cannot express the
+    topology (mixed policy below 1.6), PrimitiveError for a version
+    Nova 34 does not know.
+    """
+    topology_target = _target(topology_version, TOPOLOGY_VERSION,
+                              TOPOLOGY_NAME)
+    cell_target = _target(cell_version, CELL_VERSION, CELL_NAME)
+    data = {'cells': [_cell_primitive(cell, cell_version, cell_target)
+                      for cell in topology.cells]}
+    if topology_target >= (1, 3):
+        data['emulator_threads_policy'] = topology.emulator_threads_policy
+    return primitive.wrap(TOPOLOGY_NAME, topology_version, data)
+
+
+def _cpu_list(cpus):
+    """Compact form of a CPU set, e.g. ``0-3,6``."""
+    ranges = []
+    for cpu in sorted(cpus):
+        if ranges and ranges[-1][1] == cpu - 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
+                    for a, b in ranges)
+
+
+def _pagesize_label(pagesize):
+    for name, value in _SYMBOLIC_PAGESIZES.items():
+        if pagesize == value:
+            return name
+    return '%dK' % pagesize
+
+
+def describe(topology):
+    """Short human form, e.g. ``2 nodes, dedicated, pagesize large, ...``.
+
+    Pinned vCPUs are shown in brackets: ``cpus 0-1|[2-3]``.
+    """
+    if topology is None:
+        return 'none'
+    cells = topology.cells
+    parts = ['%d node%s' % (len(cells), '' if len(cells) == 1 else 's')]
+    for attribute, label in (('cpu_policy', ''),
+                             ('cpu_thread_policy', 'threads '),
+                             ('pagesize', 'pagesize ')):
+        values = {getattr(cell, attribute) for cell in cells}
+        values.discard(None)
+        for value in sorted(values, key=str):
+            if attribute == 'pagesize':
+                value = _pagesize_label(value)
+            parts.append(label + value)
+    if topology.emulator_threads_policy:
+        parts.append('emulator threads %s' % topology.emulator_threads_policy)
+    layout = []
+    for cell in cells:
+        cpus = [_cpu_list(cell.cpuset)] if cell.cpuset else []
+        if cell.pcpuset is None:
+            cpus.append('?')
+        elif cell.pcpuset:
+            cpus.append('[%s]' % _cpu_list(cell.pcpuset))
+        layout.append(','.join(cpus) or '-')
+    if cells:
+        parts.append('cpus %s' % '|'.join(layout))
+        parts.append('MiB %s' % '|'.join(str(cell.memory) for cell in cells))
+    return ', '.join(parts)

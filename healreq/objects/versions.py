@@ -1,0 +1,93 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Which object versions to write.
+
+A heal must produce rows the deployment's own Nova can load: never a
+version newer than it runs, never a field the version lacks. Objects
+already in the spec keep their stored version. Objects the spec did not
+have are stamped with the highest version of that object seen in the
+newest specs of the deployment (its running Nova wrote them), or, when
+none holds that object, with the versions of the oldest Nova release
+still supported (2026.1).
+"""
+
+from healreq.objects import primitive
+
+OLDEST_SUPPORTED = {
+    'RequestSpec': '1.15',
+    'Flavor': '1.2',
+    'ImageMeta': '1.8',
+    'ImageMetaProps': '1.42',
+    'InstanceNUMATopology': '1.3',
+    'InstanceNUMACell': '1.6',
+    'InstancePCIRequests': '1.1',
+    'InstancePCIRequest': '1.4',
+}
+
+
+class VersionProfile(object):
+    """Highest object versions seen in stored documents."""
+
+    def __init__(self):
+        self._seen = {}
+
+    def observe(self, document):
+        """Record the versions of every envelope nested in ``document``."""
+        stack = [document]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                name = item.get(primitive.NAME)
+                version = item.get(primitive.VERSION)
+                if isinstance(name, str) and isinstance(version, str):
+                    self._note(name, version)
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+
+    def _note(self, name, version):
+        try:
+            parsed = primitive.parse_version(version, name)
+        except primitive.PrimitiveError:
+            return
+        known = self._seen.get(name)
+        if known is None or parsed > known[0]:
+            self._seen[name] = (parsed, version)
+
+    def version(self, name):
+        """The version to stamp on a newly built ``name`` object."""
+        if name in self._seen:
+            return self._seen[name][1]
+        return OLDEST_SUPPORTED[name]
+
+
+def version_of(document, default):
+    """The stored version of an envelope, or ``default``."""
+    if isinstance(document, dict) and isinstance(
+            document.get(primitive.VERSION), str):
+        return document[primitive.VERSION]
+    return default
+
+
+def first_nested_version(document, key, default):
+    """Version of the first nested envelope under ``data[key]``.
+
+    ``key`` names a list (``cells``, ``requests``) or an object
+    (``properties``).
+    """
+    data = document.get(primitive.DATA) if isinstance(document, dict) else None
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return version_of(value, default)
