@@ -43,10 +43,13 @@ def _request(data, what):
     count = data.get('count')
     if isinstance(count, bool) or not isinstance(count, int):
         raise PrimitiveError('%s.count is not an integer' % what)
-    spec = data.get('spec') or []
+    spec = data.get('spec')
+    if spec is None:
+        spec = []
     if not isinstance(spec, list) or not all(
             isinstance(s, dict) for s in spec):
         raise PrimitiveError('%s.spec is not a list of dicts' % what)
+    spec = [_device_spec(s, what) for s in spec]
     alias_name = data.get('alias_name')
     if alias_name is not None and not isinstance(alias_name, str):
         raise PrimitiveError('%s.alias_name is not a string' % what)
@@ -55,6 +58,17 @@ def _request(data, what):
     request.setdefault('numa_policy', 'legacy')
     request['is_new'] = False
     return request
+
+
+def _device_spec(spec, what):
+    """A device spec as Nova's dict of nullable strings holds it."""
+    coerced = {}
+    for key, value in spec.items():
+        if value is not None and not isinstance(value, (str, int, float)):
+            raise PrimitiveError('%s.spec holds a %s value for %r'
+                                 % (what, type(value).__name__, key))
+        coerced[key] = None if value is None else str(value)
+    return coerced
 
 
 def from_instance_extra(text):
@@ -76,7 +90,9 @@ def from_primitive(document, what):
     if document is None:
         return []
     data = primitive.unwrap(document, REQUESTS_NAME, what)
-    requests = data.get('requests') or []
+    requests = data.get('requests')
+    if requests is None:
+        requests = []
     if not isinstance(requests, list):
         raise PrimitiveError('%s.requests is not a list' % what)
     return [_request(primitive.unwrap(item, REQUEST_NAME,
