@@ -21,6 +21,7 @@ document we did not change round-trips byte for byte.
 
 import json
 import re
+import reprlib
 
 NAME = 'nova_object.name'
 NAMESPACE = 'nova_object.namespace'
@@ -28,7 +29,7 @@ VERSION = 'nova_object.version'
 DATA = 'nova_object.data'
 CHANGES = 'nova_object.changes'
 
-_VERSION_RE = re.compile(r'^(\d+)\.(\d+)$')
+_VERSION_RE = re.compile(r'^(\d{1,9})\.(\d{1,9})$')
 
 
 class PrimitiveError(ValueError):
@@ -59,9 +60,14 @@ def parse_version(version, what):
     """Return ``(major, minor)`` of an object version string."""
     match = _VERSION_RE.match(version) if isinstance(version, str) else None
     if not match:
-        raise PrimitiveError('%s has an invalid object version %r'
-                             % (what, version))
+        raise PrimitiveError('%s has an invalid object version %s'
+                             % (what, _short(version)))
     return int(match.group(1)), int(match.group(2))
+
+
+def _short(value):
+    """A bounded rendering of any value for messages (depth and length)."""
+    return reprlib.repr(value)
 
 
 def unwrap(document, expected_name, what):
@@ -70,11 +76,11 @@ def unwrap(document, expected_name, what):
         raise PrimitiveError('%s is not an object primitive' % what)
     name = document.get(NAME)
     if name != expected_name:
-        raise PrimitiveError('%s is a %r primitive, expected %r'
-                             % (what, name, expected_name))
+        raise PrimitiveError('%s is a %s primitive, expected %r'
+                             % (what, _short(name), expected_name))
     if document.get(NAMESPACE) != 'nova':
-        raise PrimitiveError('%s has namespace %r, expected \'nova\''
-                             % (what, document.get(NAMESPACE)))
+        raise PrimitiveError('%s has namespace %s, expected \'nova\''
+                             % (what, _short(document.get(NAMESPACE))))
     parse_version(document.get(VERSION), what)
     data = document.get(DATA)
     if not isinstance(data, dict):
