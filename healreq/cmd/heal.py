@@ -36,6 +36,7 @@ from healreq.db import engines
 from healreq.db import urls
 from healreq.heal import checks
 from healreq.heal import engine as heal_engine
+from healreq.heal import fields
 from healreq import version
 
 LOG = logging.getLogger(__name__)
@@ -80,6 +81,11 @@ def _request_specs_parser(subparsers):
                              'migration record, a recent update or a '
                              'missing host would skip the instance. Never '
                              'overrides task_state, vm_state or deletion.')
+    parser.add_argument('--fields', metavar='LIST',
+                        default=','.join(fields.FIELD_NAMES),
+                        help='Comma-separated RequestSpec fields to check '
+                             'and heal (default: all): %s.'
+                             % ', '.join(fields.FIELD_NAMES))
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
     parser.add_argument('--verbose', action='store_true',
@@ -164,9 +170,17 @@ def _options(conf):
         raise _Stop(ExitCode.INVALID_INPUT,
                     'nova-heal: error: [api_database]/connection is not '
                     'set; pass --config-file /etc/nova/nova.conf')
+    checked = tuple(name.strip() for name in command.fields.split(',')
+                    if name.strip())
+    unknown = sorted(set(checked) - set(fields.FIELD_NAMES))
+    if unknown or not checked:
+        raise _Stop(ExitCode.INVALID_INPUT,
+                    'nova-heal: error: --fields takes a comma-separated list '
+                    'of %s; got %r' % (', '.join(fields.FIELD_NAMES),
+                                       command.fields))
     settings = checks.Settings(
         skip_updated_within=conf.healreq.skip_updated_within,
-        force=command.force)
+        force=command.force, checked_fields=checked)
     return heal_engine.Options(
         dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
         max_count=command.max_count,

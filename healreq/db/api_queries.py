@@ -76,3 +76,10 @@ def swap_request_spec(conn, spec_id, instance_uuid, expected, new, now):
         _exactly_equals(t.c.spec, expected),
     ).values(spec=new, updated_at=now)
     return conn.execute(statement).rowcount == 1
+
+
+def get_newest_specs(conn, limit):
+    """The spec texts of the ``limit`` most recently created rows."""
+    t = tables.request_specs
+    query = sa.select(t.c.spec).order_by(t.c.id.desc()).limit(limit)
+    return [row.spec for row in conn.execute(query)]

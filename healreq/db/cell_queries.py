@@ -61,9 +61,10 @@ def has_instances_after(conn, after_id):
 
 
 def get_instance_extras(conn, instance_uuids):
-    """Live instance_extra rows (id, flavor) grouped by instance uuid."""
+    """Live instance_extra rows grouped by instance uuid."""
     t = tables.instance_extra
-    query = sa.select(t.c.id, t.c.instance_uuid, t.c.flavor).where(
+    query = sa.select(t.c.id, t.c.instance_uuid, t.c.flavor,
+                      t.c.pci_requests).where(
         t.c.deleted == 0,
         t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
     extras = {}
@@ -102,3 +103,31 @@ def get_failed_resize_flavor_ids(conn, instance_uuids):
         flavor_ids.setdefault(row.instance_uuid, set()).add(
             row.new_instance_type_id)
     return {uuid: frozenset(ids) for uuid, ids in flavor_ids.items()}
+
+
+def get_system_metadata(conn, instance_uuids):
+    """System metadata rows, deleted or not, grouped by instance.
+
+    Nova ignores the deleted flag of system metadata when it reads it.
+    """
+    t = tables.instance_system_metadata
+    query = sa.select(t.c.id, t.c.instance_uuid, t.c.key, t.c.value,
+                      t.c.deleted).where(
+        t.c.instance_uuid.in_(instance_uuids))
+    rows = {}
+    for row in conn.execute(query):
+        rows.setdefault(row.instance_uuid, []).append(dict(row._mapping))
+    return rows
+
+
+def get_root_block_devices(conn, instance_uuids):
+    """Live boot_index 0 block device mappings grouped by instance."""
+    t = tables.block_device_mapping
+    query = sa.select(t.c.id, t.c.instance_uuid, t.c.boot_index,
+                      t.c.destination_type).where(
+        t.c.deleted == 0, t.c.boot_index == 0,
+        t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
+    rows = {}
+    for row in conn.execute(query):
+        rows.setdefault(row.instance_uuid, []).append(dict(row._mapping))
+    return rows

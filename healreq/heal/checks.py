@@ -28,6 +28,7 @@ from healreq.heal.findings import Status
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import primitive
 from healreq.objects import request_spec
+from healreq.objects import versions
 
 # Skip rules that --force may override for a single instance: they guard
 # against stale records (a migration row stuck in a non-terminal status,
@@ -48,6 +49,10 @@ class InstanceRecord:
     migrations: list = dataclasses.field(default_factory=list)
     spec_row: dict = None
     failed_resize_flavor_ids: frozenset = frozenset()
+    system_metadata: list = dataclasses.field(default_factory=list)
+    block_devices: list = dataclasses.field(default_factory=list)
+    spec: request_spec.RequestSpecDocument = None
+    spec_error: str = None
 
 
 @dataclasses.dataclass
@@ -73,11 +78,33 @@ class _Stop(Exception):
         self.detail = detail
 
 
-def evaluate(record, cell, now, settings):
+def parse_spec(record):
+    """Parse the record's spec row and keep the result on the record.
+
+    The engine does this once per batch; ``evaluate`` then reuses it.
+    Returns the parsed spec, or None if there is none or it is unusable.
+    """
+    if (record.spec is None and record.spec_error is None
+            and record.spec_row is not None):
+        record.spec, record.spec_error = _parsed(record.spec_row)
+    return record.spec
+
+
+def _parsed(spec_row):
+    try:
+        spec = request_spec.RequestSpecDocument(spec_row['spec'])
+        spec.flavor()
+    except primitive.PrimitiveError as exc:
+        return None, str(exc)
+    return spec, None
+
+
+def evaluate(record, cell, now, settings, profile=None):
     """Decide what to do with one instance.
 
     ``cell`` is a cell_mappings row (id, uuid); ``now`` a naive UTC
-    datetime. Returns an Evaluation; ``new_spec`` is set for drift only.
+    datetime; ``profile`` the run's VersionProfile. Returns an Evaluation;
+    ``new_spec`` is set for drift only.
     """
     uuid = record.instance['uuid']
     finding = Finding(instance_uuid=uuid, cell_uuid=cell['uuid'],
@@ -87,8 +114,14 @@ def evaluate(record, cell, now, settings):
         current = _current_flavor(record)
         _note_leftovers(current, record, finding)
         spec = _parse_spec(record)
-        changes, replacements = fields.compare(
-            settings.checked_fields, spec=spec, instance_flavor=current)
+        inputs = _inputs(record, current, settings)
+        changes, replacements, version = fields.compare(
+            settings.checked_fields, spec, inputs,
+            profile or versions.VersionProfile())
+    except fields.DerivationError as exc:
+        finding.status, finding.reason, finding.detail = (
+            Status.ERROR, exc.reason, exc.detail)
+        return Evaluation(finding)
     except _Stop as stop:
         finding.status = stop.status
         finding.reason = stop.reason
@@ -98,8 +131,35 @@ def evaluate(record, cell, now, settings):
         return Evaluation(finding)
     finding.status = Status.DRIFTED
     finding.changes = changes
-    finding.reason, finding.detail = _likely_cause(spec, current, record)
-    return Evaluation(finding, spec.with_fields(replacements))
+    finding.reason, finding.detail = _likely_cause(spec, current, record,
+                                                   changes)
+    return Evaluation(finding, spec.with_fields(replacements, version))
+
+
+def _inputs(record, current, settings):
+    """Collect what the checked fields are derived from."""
+    extra = record.extras[0]
+    system_metadata = {}
+    # Nova reads system metadata whatever its deleted flag; a live row
+    # wins over a soft-deleted duplicate of the same key.
+    for row in sorted(record.system_metadata,
+                      key=lambda r: (r['deleted'] == 0, r['id'])):
+        system_metadata[row['key']] = row['value']
+    instance = record.instance
+    checked = set(settings.checked_fields)
+    if checked & fields.NEEDS_SYSTEM_METADATA:
+        base = system_metadata.get('image_base_image_ref')
+        if base and instance['image_ref'] and base != instance['image_ref']:
+            raise _Stop(Status.ERROR, 'instance-image-inconsistent',
+                        'instances.image_ref %s but system metadata '
+                        'describes image %s (a failed rebuild?)'
+                        % (instance['image_ref'], base))
+    roots = [b for b in record.block_devices if b['boot_index'] == 0]
+    return fields.Inputs(
+        instance=instance, flavors=current,
+        system_metadata=system_metadata,
+        root_bdm=roots[0] if roots else None,
+        extra_pci_requests=extra.get('pci_requests'))
 
 
 def skip_reason(record, cell, now, settings):
@@ -216,16 +276,20 @@ def _parse_spec(record):
     if record.spec_row is None:
         raise _Stop(Status.ERROR, 'spec-missing',
                     'no request_specs row for this instance')
-    try:
-        spec = request_spec.RequestSpecDocument(record.spec_row['spec'])
-        spec.flavor()
-    except primitive.PrimitiveError as exc:
-        raise _Stop(Status.ERROR, 'spec-unparsable', str(exc))
+    spec, error = record.spec, record.spec_error
+    if spec is None and error is None:
+        spec, error = _parsed(record.spec_row)
+    if spec is None:
+        raise _Stop(Status.ERROR, 'spec-unparsable', error)
     return spec
 
 
-def _likely_cause(spec, current, record):
+def _likely_cause(spec, current, record, changes):
     """Return ``(reason code, detail)`` explaining a drift."""
+    if all(change.before == 'missing' for change in changes):
+        return ('legacy-spec',
+                'the spec was saved by an old Nova and lacks %s'
+                % ', '.join(change.field for change in changes))
     spec_flavor = flavor_obj.parse(spec.flavor(), 'spec flavor')
     if spec_flavor['id'] != current.key('cur')['id']:
         new = current.key('new')

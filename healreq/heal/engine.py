@@ -33,14 +33,19 @@ from healreq.db import cell_queries
 from healreq.db import engines
 from healreq.db import urls
 from healreq.heal import checks
+from healreq.heal import fields
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
+from healreq.objects import primitive
+from healreq.objects import versions
 
 LOG = logging.getLogger(__name__)
 
 _DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
+# How many of the newest specs tell which object versions to write.
+VERSION_SAMPLE = 100
 # A cell URL may fail to parse (ValueError, e.g. a non-numeric port) or to
 # format (urls.TemplateError, a ValueError): both are per-cell problems.
 _CELL_ERRORS = _DB_ERRORS + (ValueError,)
@@ -77,6 +82,7 @@ class Engine(object):
         self._connect = connect
         self._clock = clock
         self.report = RunReport(dry_run=options.dry_run)
+        self.profile = versions.VersionProfile()
         self._would_heal = 0
 
     # -- selection ---------------------------------------------------------
@@ -105,9 +111,25 @@ class Engine(object):
             return selected
         return [c for c in cells if c['uuid'] != api_queries.CELL0_UUID]
 
+    def _learn_versions(self):
+        """Learn the object versions the deployment's Nova writes now.
+
+        The newest spec rows were written by the running Nova; a fixed
+        sample, read once, keeps every decision of the run independent of
+        the order in which instances are visited.
+        """
+        with self.api_engine.connect() as conn:
+            texts = api_queries.get_newest_specs(conn, VERSION_SAMPLE)
+        for text in texts:
+            try:
+                self.profile.observe(primitive.load_json(text, 'spec'))
+            except primitive.PrimitiveError:
+                continue
+
     def run(self):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
+        self._learn_versions()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
             return self.report
@@ -223,28 +245,52 @@ class Engine(object):
 
     # -- per batch ---------------------------------------------------------
 
+    def _read_cell_rows(self, engine, uuids):
+        """The cell rows the checked fields need, one query per table."""
+        checked = set(self.options.settings.checked_fields)
+        with engine.connect() as conn:
+            rows = {
+                'extras': cell_queries.get_instance_extras(conn, uuids),
+                'migrations': cell_queries.get_migrations_in_progress(
+                    conn, uuids),
+                'system_metadata': {},
+                'block_devices': {},
+            }
+            if checked & fields.NEEDS_SYSTEM_METADATA:
+                rows['system_metadata'] = cell_queries.get_system_metadata(
+                    conn, uuids)
+            if checked & fields.NEEDS_BLOCK_DEVICES:
+                rows['block_devices'] = (
+                    cell_queries.get_root_block_devices(conn, uuids))
+        return rows
+
     def _read_records(self, cell, engine, instances):
         uuids = [i['uuid'] for i in instances]
-        with engine.connect() as conn:
-            extras = cell_queries.get_instance_extras(conn, uuids)
-            migrations = cell_queries.get_migrations_in_progress(conn, uuids)
+        rows = self._read_cell_rows(engine, uuids)
         with self.api_engine.connect() as conn:
             mappings = api_queries.get_instance_mappings(conn, uuids)
             specs = api_queries.get_request_specs(conn, uuids)
-        return [checks.InstanceRecord(
-            instance=instance,
-            mapping=mappings.get(instance['uuid']),
-            extras=extras.get(instance['uuid'], []),
-            migrations=migrations.get(instance['uuid'], []),
-            spec_row=specs.get(instance['uuid']))
-            for instance in instances]
+        records = []
+        for instance in instances:
+            uuid = instance['uuid']
+            record = checks.InstanceRecord(
+                instance=instance,
+                mapping=mappings.get(uuid),
+                extras=rows['extras'].get(uuid, []),
+                migrations=rows['migrations'].get(uuid, []),
+                system_metadata=rows['system_metadata'].get(uuid, []),
+                block_devices=rows['block_devices'].get(uuid, []),
+                spec_row=specs.get(uuid))
+            checks.parse_spec(record)
+            records.append(record)
+        return records
 
     def _process_batch(self, cell, engine, instances, report):
         """Evaluate and heal a batch; return how many were processed."""
         records = self._read_records(cell, engine, instances)
         now = self._clock()
         evaluations = [checks.evaluate(record, cell, now,
-                                       self.options.settings)
+                                       self.options.settings, self.profile)
                        for record in records]
         self._explain_drift(engine, records, evaluations, cell, now)
         for position, (record, evaluation) in enumerate(
@@ -278,7 +324,7 @@ class Engine(object):
                 record.instance['uuid'], frozenset())
             if record.failed_resize_flavor_ids:
                 evaluations[index] = checks.evaluate(
-                    record, cell, now, self.options.settings)
+                    record, cell, now, self.options.settings, self.profile)
 
     # -- writing -----------------------------------------------------------
 
@@ -291,7 +337,7 @@ class Engine(object):
         finding = evaluation.finding
         fresh = self._reread(engine, record)
         again = checks.evaluate(fresh, cell, self._clock(),
-                                self.options.settings)
+                                self.options.settings, self.profile)
         if again.new_spec != evaluation.new_spec:
             finding.status = Status.CONFLICT
             finding.reason = 'instance-changed'
@@ -321,14 +367,12 @@ class Engine(object):
         uuid = record.instance['uuid']
         with engine.connect() as conn:
             instance = cell_queries.get_instances(conn, [uuid]).get(uuid)
-            extras = cell_queries.get_instance_extras(conn, [uuid])
-            migrations = cell_queries.get_migrations_in_progress(
-                conn, [uuid])
+        rows = self._read_cell_rows(engine, [uuid])
         if instance is None:
             instance = dict(record.instance, deleted=-1)
         return dataclasses.replace(
-            record, instance=instance, extras=extras.get(uuid, []),
-            migrations=migrations.get(uuid, []))
+            record, instance=instance,
+            **{name: found.get(uuid, []) for name, found in rows.items()})
 
     @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
     def _swap(self, spec_row, new_spec):

@@ -11,17 +11,44 @@
 #    under the License.
 
 
-"""Per-field checks: derive a RequestSpec field from the instance record,
-compare it with the stored one, and build the replacement primitive.
+"""Per-field checks: derive a RequestSpec field from the instance record
+the way Nova derives it, compare it with the stored one, and build the
+replacement primitive.
 
-Each check takes the parsed spec and the instance's derived inputs and
-returns None when the field is consistent, or ``(FieldChange, primitive)``
-when it drifted. The order of FIELD_NAMES is the order of the report.
+Each check returns None when the field is consistent, or
+``(FieldChange, primitive)`` when it drifted. Derivations that Nova would
+refuse raise DerivationError; nothing is then written for the instance.
+FIELD_NAMES is the order of checks and of the report.
 """
+
+import dataclasses
 
 from healreq.heal.findings import FieldChange
 from healreq.objects import flavor as flavor_obj
+from healreq.objects import image as image_obj
+from healreq.objects import numa as numa_obj
+from healreq.objects import pci as pci_obj
 from healreq.objects import primitive
+from healreq.objects import versions
+
+FIELD_NAMES = ('flavor', 'image', 'numa_topology', 'pci_requests', 'is_bfv',
+               'project_id', 'user_id')
+
+# Which instance records each field is derived from (what to read).
+NEEDS_SYSTEM_METADATA = frozenset(['image', 'numa_topology'])
+NEEDS_BLOCK_DEVICES = frozenset(['is_bfv'])
+
+# RequestSpec version that added a field (1.0 when absent).
+_SPEC_FIELD_ADDED = {'user_id': (1, 9), 'is_bfv': (1, 11)}
+
+
+class DerivationError(Exception):
+    """Nova would refuse to derive a field from these instance records."""
+
+    def __init__(self, reason, detail):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
 
 
 class InstanceFlavors(object):
@@ -37,10 +64,103 @@ class InstanceFlavors(object):
         return self._keys[slot]
 
 
-def check_flavor(spec, instance_flavor):
+@dataclasses.dataclass
+class Inputs:
+    """What a field is derived from, for one instance.
+
+    ``system_metadata`` maps key -> value; ``root_bdm`` is the live
+    boot_index 0 block device mapping or None.
+    """
+    instance: dict
+    flavors: InstanceFlavors
+    system_metadata: dict = None
+    root_bdm: dict = None
+    extra_pci_requests: str = None
+
+    def __post_init__(self):
+        self._cache = {}
+
+    def _once(self, name, derive):
+        if name not in self._cache:
+            try:
+                self._cache[name] = (derive(), None)
+            except DerivationError as exc:
+                self._cache[name] = (None, exc)
+        value, error = self._cache[name]
+        if error is not None:
+            raise error
+        return value
+
+    def image(self):
+        """The image Nova derives from system metadata (from_instance)."""
+        def derive():
+            try:
+                return image_obj.image_from_system_metadata(
+                    self.system_metadata or {},
+                    self.instance['image_ref'])
+            except image_obj.ImageMetaError as exc:
+                raise DerivationError(
+                    'instance-image-invalid',
+                    'Nova cannot build the image from system metadata: %s'
+                    % exc)
+        return self._once('image', derive)
+
+    def numa(self):
+        """The request NUMA topology of the current flavor and image."""
+        def derive():
+            current = self.flavors.primitives['cur'][primitive.DATA]
+            key = self.flavors.key('cur')
+            try:
+                return numa_obj.constraints(
+                    key['vcpus'], key['memory_mb'],
+                    current.get('extra_specs') or {},
+                    self.image()['properties'])
+            except numa_obj.ConstraintError as exc:
+                raise DerivationError(
+                    'numa-constraints-invalid',
+                    'Nova refuses the flavor and image NUMA request (%s): %s'
+                    % (exc.nova_exception, exc))
+        return self._once('numa', derive)
+
+    def pci_requests(self):
+        def derive():
+            try:
+                return pci_obj.from_instance_extra(self.extra_pci_requests)
+            except primitive.PrimitiveError as exc:
+                raise DerivationError('instance-pci-unparsable', str(exc))
+        return self._once('pci', derive)
+
+    def is_bfv(self):
+        """compute_utils.is_volume_backed_instance, from the root BDM."""
+        if self.root_bdm is not None:
+            return self.root_bdm['destination_type'] == 'volume'
+        return not self.instance['image_ref']
+
+
+def _spec_can_hold(spec, field, profile):
+    """Return the RequestSpec version to write if ``field`` is added.
+
+    A spec saved by an old Nova may lack the field; Nova's own re-save
+    stamps the running version, so do we, using the highest RequestSpec
+    version this deployment wrote, if that version has the field.
+    """
+    added = _SPEC_FIELD_ADDED.get(field, (1, 0))
+    stored = spec.document[primitive.VERSION]
+    if primitive.parse_version(stored, 'spec') >= added:
+        return stored
+    newest = profile.version('RequestSpec')
+    if primitive.parse_version(newest, 'spec') >= added:
+        return newest
+    raise DerivationError(
+        'spec-version-too-old',
+        'the spec (RequestSpec %s) has no %s field and the newest specs of '
+        'this deployment are RequestSpec %s' % (stored, field, newest))
+
+
+def check_flavor(spec, inputs, profile):
     spec_primitive = spec.flavor()
     stored = flavor_obj.parse(spec_primitive, 'spec flavor')
-    expected = instance_flavor.key('cur')
+    expected = inputs.flavors.key('cur')
     differing = flavor_obj.differing_fields(stored, expected)
     if not differing:
         return None
@@ -49,31 +169,220 @@ def check_flavor(spec, instance_flavor):
     if before == after:
         before += ' [%s differ]' % ', '.join(differing)
     healed = flavor_obj.for_request_spec(
-        instance_flavor.primitives['cur'], spec_primitive[primitive.VERSION])
+        inputs.flavors.primitives['cur'], spec_primitive[primitive.VERSION])
     return FieldChange('flavor', before, after), healed
+
+
+def check_image(spec, inputs, profile):
+    derived = inputs.image()
+    stored_primitive = spec.data.get('image')
+    stored = (None if stored_primitive is None else
+              image_obj.image_from_primitive(stored_primitive,
+                                             'spec image'))
+    if stored is not None and stored.get('id') == derived.get('id'):
+        # Same image: keep what only Glance knew (name, checksum, size...),
+        # replace what the instance records say.
+        wanted = dict(stored)
+        for key in ('min_ram', 'disk_format', 'container_format',
+                    'properties'):
+            if key in derived:
+                wanted[key] = derived[key]
+    else:
+        # Another image (a rebuild Nova did not record): take the image as
+        # Nova itself rebuilds it from the instance (image_property set).
+        wanted = derived
+    healed, written = _image_primitive(wanted, stored_primitive, profile)
+    # Compare with what would be stored, read back: a property the
+    # writable version cannot hold must not drift forever.
+    if stored is not None:
+        differing = image_obj.differing_fields(stored, written)
+        if not differing:
+            return None
+        before, after = image_obj.describe_difference(stored, written,
+                                                      differing)
+    else:
+        before, after = 'none', 'id %s' % derived.get('id', '(volume)')
+    return FieldChange('image', before, after), healed
+
+
+def _image_primitive(image, stored_primitive, profile):
+    """``image`` at the first versions that hold all of it.
+
+    Preference: the stored versions, then those this deployment writes;
+    if neither holds every property, the stored versions (what they can
+    hold). Returns the primitive and its value read back.
+    """
+    candidates = [
+        (versions.version_of(stored_primitive, None),
+         versions.first_nested_version(stored_primitive, 'properties',
+                                       None)),
+        (profile.version('ImageMeta'), profile.version('ImageMetaProps')),
+    ]
+    best = None
+    for image_version, props_version in candidates:
+        if image_version is None or props_version is None:
+            continue
+        try:
+            healed = image_obj.image_to_primitive(image, image_version,
+                                                  props_version)
+        except image_obj.ImageMetaError:
+            continue
+        written = image_obj.image_from_primitive(healed, 'healed image')
+        if not image_obj.differing_fields(written, image):
+            return healed, written
+        best = best or (healed, written)
+    if best is None:
+        raise DerivationError(
+            'image-version-incompatible',
+            'the image cannot be expressed at the object versions this '
+            'deployment uses')
+    return best
+
+
+# Stands for a stored topology Nova itself cannot load; equals nothing.
+_UNLOADABLE = object()
+
+
+def check_numa_topology(spec, inputs, profile):
+    derived = inputs.numa()
+    stored_primitive = spec.data.get('numa_topology')
+    try:
+        stored = numa_obj.from_primitive(stored_primitive,
+                                         'spec numa_topology')
+        before = numa_obj.describe(stored)
+    except numa_obj.UnloadableTopology as exc:
+        # Nova fails to load it (cells older than 1.4 in a spec): rebuild
+        # it at versions Nova can load, whatever was stored.
+        stored, stored_primitive = _UNLOADABLE, None
+        before = 'unloadable (%s)' % exc
+    if derived is None:
+        if stored is None and 'numa_topology' in spec.data:
+            return None
+        return FieldChange('numa_topology', before, 'none'), None
+    healed = _numa_primitive(derived, stored_primitive, profile)
+    # Compare with what would be stored, read back: a legacy version may
+    # not express the derived value exactly, and must not drift forever.
+    if stored == numa_obj.from_primitive(healed, 'healed numa_topology'):
+        return None
+    return (FieldChange('numa_topology', before,
+                        numa_obj.describe(derived)), healed)
+
+
+def _numa_primitive(derived, stored, profile):
+    """The derived topology at the first versions that can carry it.
+
+    Preference: the versions of the stored topology, then those this
+    deployment writes, then those of the oldest supported release; each
+    must give a topology Nova can load.
+    """
+    candidates = [
+        (versions.version_of(stored, None),
+         versions.first_nested_version(stored, 'cells', None)),
+        (profile.version('InstanceNUMATopology'),
+         profile.version('InstanceNUMACell')),
+        (versions.OLDEST_SUPPORTED['InstanceNUMATopology'],
+         versions.OLDEST_SUPPORTED['InstanceNUMACell']),
+    ]
+    for topology_version, cell_version in candidates:
+        if topology_version is None or cell_version is None:
+            continue
+        try:
+            healed = numa_obj.to_primitive(derived, topology_version,
+                                           cell_version)
+            numa_obj.from_primitive(healed, 'healed numa_topology')
+        except (numa_obj.ConstraintError, primitive.PrimitiveError):
+            continue
+        return healed
+    raise DerivationError('numa-version-incompatible',
+                          'the NUMA request cannot be expressed at any '
+                          'object version this deployment loads')
+
+
+def check_pci_requests(spec, inputs, profile):
+    derived = inputs.pci_requests()
+    stored_primitive = spec.data.get('pci_requests')
+    stored = pci_obj.from_primitive(stored_primitive, 'spec pci_requests')
+    if (pci_obj.alias_requests(stored) == pci_obj.alias_requests(derived)
+            and 'pci_requests' in spec.data):
+        return None
+    requests_version = versions.version_of(
+        stored_primitive, profile.version('InstancePCIRequests'))
+    request_version = versions.first_nested_version(
+        stored_primitive, 'requests', profile.version('InstancePCIRequest'))
+    keeps_uuid = isinstance(stored_primitive, dict) and 'instance_uuid' in (
+        stored_primitive.get(primitive.DATA) or {})
+    requests = ([r for r in derived if r['alias_name'] is not None]
+                + pci_obj.port_requests(stored))
+    healed = pci_obj.to_primitive(
+        requests, inputs.instance['uuid'] if keeps_uuid else None,
+        requests_version, request_version)
+    return (FieldChange('pci_requests', pci_obj.describe(stored),
+                        pci_obj.describe(derived)), healed)
+
+
+def check_is_bfv(spec, inputs, profile):
+    expected = inputs.is_bfv()
+    if spec.data.get('is_bfv', None) is expected and 'is_bfv' in spec.data:
+        return None
+    before = ('missing' if 'is_bfv' not in spec.data
+              else str(spec.data['is_bfv']))
+    return FieldChange('is_bfv', before, str(expected)), expected
+
+
+def _check_owner(field):
+    def check(spec, inputs, profile):
+        stored = spec.data.get(field)
+        expected = inputs.instance[field]
+        if stored is not None:
+            if stored != expected:
+                raise DerivationError(
+                    'spec-owner-mismatch',
+                    'spec %s %s differs from the instance\'s %s; Nova never '
+                    'changes it, so this needs a human' % (
+                        field, stored, expected))
+            return None
+        if expected is None:
+            return None
+        before = 'missing' if field not in spec.data else 'None'
+        return FieldChange(field, before, expected), expected
+    return check
 
 
 _CHECKS = {
     'flavor': check_flavor,
+    'image': check_image,
+    'numa_topology': check_numa_topology,
+    'pci_requests': check_pci_requests,
+    'is_bfv': check_is_bfv,
+    'project_id': _check_owner('project_id'),
+    'user_id': _check_owner('user_id'),
 }
 
-FIELD_NAMES = tuple(_CHECKS)
 
-
-def compare(field_names, spec, instance_flavor):
+def compare(field_names, spec, inputs, profile):
     """Run the checks for ``field_names``.
 
-    Returns ``(changes, replacements)``: the FieldChanges in report order
-    and the new primitives keyed by RequestSpec field name.
+    Returns ``(changes, replacements, spec_version)``: the FieldChanges in
+    report order, the new values keyed by RequestSpec field name, and the
+    RequestSpec version the healed document must carry.
     """
     changes = []
     replacements = {}
+    spec_version = spec.document[primitive.VERSION]
     for name in FIELD_NAMES:
         if name not in field_names:
             continue
-        result = _CHECKS[name](spec, instance_flavor)
-        if result is not None:
-            change, value = result
-            changes.append(change)
-            replacements[name] = value
-    return changes, replacements
+        try:
+            result = _CHECKS[name](spec, inputs, profile)
+        except primitive.PrimitiveError as exc:
+            raise DerivationError('spec-unparsable', str(exc))
+        if result is None:
+            continue
+        change, value = result
+        needed = _spec_can_hold(spec, name, profile)
+        if primitive.parse_version(needed, 'spec') > primitive.parse_version(
+                spec_version, 'spec'):
+            spec_version = needed
+        changes.append(change)
+        replacements[name] = value
+    return changes, replacements, spec_version

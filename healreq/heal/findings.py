@@ -40,6 +40,9 @@ REASONS = {
         'old-flavor-leftover':
             'the spec holds the flavor the instance was resized away from '
             '(instance_extra.flavor["old"])',
+        'legacy-spec':
+            'the spec was saved by an old Nova and lacks fields that Nova '
+            'now expects (is_bfv, user_id, project_id)',
         'spec-drift':
             'the spec disagrees with the instance record; the records do '
             'not show why',
@@ -76,6 +79,28 @@ REASONS = {
             'instances.instance_type_id disagrees with '
             'instance_extra.flavor["cur"]; the instance record itself '
             'needs attention',
+        'instance-image-invalid':
+            'the image system metadata holds a value Nova rejects '
+            '(ImageMeta.from_instance would raise)',
+        'instance-image-inconsistent':
+            'instances.image_ref disagrees with image_base_image_ref in '
+            'system metadata (a failed rebuild?)',
+        'numa-constraints-invalid':
+            'Nova refuses the NUMA request of the instance\'s flavor and '
+            'image (numa_get_constraints would raise)',
+        'instance-pci-unparsable':
+            'instance_extra.pci_requests is not a usable list of requests',
+        'spec-owner-mismatch':
+            'the spec names another project or user than the instance',
+        'spec-version-too-old':
+            'a missing field cannot be added: the spec\'s RequestSpec '
+            'version lacks it and the deployment writes no newer one',
+        'numa-version-incompatible':
+            'the derived NUMA request cannot be expressed at an object '
+            'version the deployment loads',
+        'image-version-incompatible':
+            'the derived image cannot be expressed at the object version '
+            'the deployment uses',
         'instance-not-mapped': 'no instance_mappings row for the instance',
         'instance-mapped-elsewhere':
             'the instance mapping points to another cell',

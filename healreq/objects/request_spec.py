@@ -38,13 +38,17 @@ class RequestSpecDocument(object):
         flavor_obj.parse(value, 'request_specs.spec flavor')
         return value
 
-    def with_fields(self, replacements):
+    def with_fields(self, replacements, version=None):
         """Serialise a copy of the document with some data fields replaced.
 
-        ``replacements`` maps RequestSpec field names to new primitives.
+        ``replacements`` maps RequestSpec field names to new values;
+        ``version``, if given, is the RequestSpec version to stamp (when a
+        field that the stored version lacks is added).
         """
         data = dict(self.data)
         data.update(replacements)
         document = dict(self.document)
         document[primitive.DATA] = data
+        if version is not None:
+            document[primitive.VERSION] = version
         return primitive.dump_json(document)

@@ -30,6 +30,8 @@ CELL0_UUID = tables.CELL0_UUID
 PROJECT_ID = '8f3c2b8a4e5d4f6a9b7c1d2e3f405162'
 USER_ID = '5a6b7c8d9e0f41a2b3c4d5e6f7a8b9c0'
 LONG_AGO = datetime.datetime(2024, 1, 10, 11, 26, 50)
+IMAGE_ID = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
+IMAGE_PROPERTIES = {'hw_architecture': 'x86_64', 'os_distro': 'ubuntu'}
 
 
 def envelope(name, version, data, changes=None):
@@ -58,21 +60,51 @@ def flavor(flavor_id, name, vcpus=4, memory_mb=8192, root_gb=80,
     return envelope('Flavor', version, data, ['extra_specs'])
 
 
+def image(image_id=IMAGE_ID, properties=None, props_version='1.44',
+          min_ram=0):
+    """An ImageMeta primitive as the API builds it from Glance at boot."""
+    return envelope('ImageMeta', '1.8', {
+        'id': image_id, 'name': 'ubuntu-24.04-server', 'status': 'active',
+        'checksum': 'a3f1c9e0b7d24e6f8c5b1a2d3e4f5a6b',
+        'owner': 'b18c2da2dbfa45138fb6077eafb2aa51', 'size': 2361393152,
+        'container_format': 'bare', 'disk_format': 'raw',
+        'min_ram': min_ram, 'min_disk': 10,
+        'created_at': '2025-09-01T10:00:00Z',
+        'updated_at': '2025-09-01T10:05:28Z',
+        'properties': envelope(
+            'ImageMetaProps', props_version,
+            dict(IMAGE_PROPERTIES if properties is None else properties))},
+        ['id', 'properties'])
+
+
+def image_system_metadata(properties=None, image_id=IMAGE_ID, min_ram=0,
+                          min_disk=80):
+    """``instance_system_metadata`` of an instance booted from an image.
+
+    ``properties`` are Glance's raw (string) property values.
+    """
+    rows = {'image_%s' % key: str(value) for key, value in (
+        IMAGE_PROPERTIES if properties is None else properties).items()}
+    rows.update({'image_min_ram': str(min_ram),
+                 'image_min_disk': str(min_disk),
+                 'image_disk_format': 'raw',
+                 'image_container_format': 'bare',
+                 'image_base_image_ref': image_id,
+                 'owner_user_name': 'demo', 'owner_project_name': 'demo',
+                 'boot_roles': 'member,reader'})
+    return rows
+
+
 def request_spec(instance_uuid, spec_flavor, spec_id=None,
                  project_id=PROJECT_ID, user_id=USER_ID,
-                 availability_zone=None, version='1.15'):
+                 availability_zone=None, version='1.15', spec_image=None,
+                 numa_topology=None, pci_requests=None, is_bfv=False):
     """A RequestSpec primitive shaped like one Nova 34 saved."""
     data = {
-        'image': envelope('ImageMeta', '1.8', {
-            'id': '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60',
-            'name': 'ubuntu-24.04-server', 'status': 'active',
-            'container_format': 'bare', 'disk_format': 'raw',
-            'min_ram': 0, 'min_disk': 0,
-            'properties': envelope('ImageMetaProps', '1.44', {
-                'hw_architecture': 'x86_64', 'os_distro': 'ubuntu'})}),
-        'numa_topology': None,
-        'pci_requests': envelope('InstancePCIRequests', '1.1',
-                                 {'requests': []}, ['requests']),
+        'image': image() if spec_image is None else spec_image,
+        'numa_topology': numa_topology,
+        'pci_requests': pci_requests or envelope(
+            'InstancePCIRequests', '1.1', {'requests': []}, ['requests']),
         'project_id': project_id,
         'user_id': user_id,
         'availability_zone': availability_zone,
@@ -93,7 +125,7 @@ def request_spec(instance_uuid, spec_flavor, spec_id=None,
             'objects': [envelope('SecurityGroup', '1.2',
                                  {'name': 'default'}, ['name'])]},
             ['objects']),
-        'is_bfv': False,
+        'is_bfv': is_bfv,
         'requested_resources': [],
     }
     if spec_id is not None:
@@ -167,12 +199,17 @@ class Deployment(object):
                      updated_at=LONG_AGO, instance_type_id=None,
                      spec='build', extra='build', mapping=True,
                      mapping_cell_id=None, queued_for_delete=False,
-                     migrations=()):
+                     migrations=(), image_ref=IMAGE_ID,
+                     system_metadata=None, block_devices=(),
+                     extra_numa_topology=None, extra_pci_requests='[]',
+                     spec_fields=None):
         """Insert one instance with its extra row, mapping and spec.
 
         ``spec``/``extra`` may be 'build' (realistic rows), None (no row)
-        or a literal text to store. ``migrations`` are dicts of
-        migrations columns.
+        or a literal text to store. ``migrations`` and ``block_devices``
+        are dicts of their tables' columns; ``system_metadata`` a dict
+        (default: that of the default image). ``spec_fields`` are keyword
+        arguments of ``request_spec`` for a built spec.
         """
         uuid = uuid or str(uuidlib.uuid4())
         cur_data = cur['nova_object.data']
@@ -180,7 +217,7 @@ class Deployment(object):
             result = conn.execute(tables.instances.insert().values(
                 uuid=uuid, created_at=LONG_AGO, updated_at=updated_at,
                 deleted=0, user_id=USER_ID, project_id=PROJECT_ID,
-                image_ref='3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60',
+                image_ref=image_ref,
                 host=host, node=host and host + '.example.org',
                 instance_type_id=(cur_data['id'] if instance_type_id is None
                                   else instance_type_id),
@@ -199,7 +236,24 @@ class Deployment(object):
                     instance_uuid=uuid, created_at=LONG_AGO, deleted=0,
                     flavor=(instance_flavors(cur, old, new)
                             if extra == 'build' else extra),
-                    pci_requests='[]'))
+                    numa_topology=extra_numa_topology,
+                    pci_requests=extra_pci_requests))
+            if system_metadata is None:
+                system_metadata = image_system_metadata(
+                    min_disk=cur_data['root_gb'])
+            if system_metadata:
+                conn.execute(tables.instance_system_metadata.insert(), [
+                    dict(instance_uuid=uuid, key=key, value=value,
+                         deleted=0, created_at=LONG_AGO)
+                    for key, value in system_metadata.items()])
+            for device in block_devices:
+                values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
+                              deleted=0, created_at=LONG_AGO, boot_index=0,
+                              source_type='volume',
+                              destination_type='volume')
+                values.update(device)
+                conn.execute(tables.block_device_mapping.insert().values(
+                    **values))
             for migration in migrations:
                 values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
                               deleted=0, created_at=LONG_AGO,
@@ -215,7 +269,8 @@ class Deployment(object):
                     queued_for_delete=queued_for_delete))
             if spec is not None:
                 if spec == 'build':
-                    spec = json.dumps(request_spec(uuid, spec_flavor or cur))
+                    spec = json.dumps(request_spec(
+                        uuid, spec_flavor or cur, **(spec_fields or {})))
                 conn.execute(tables.request_specs.insert().values(
                     instance_uuid=uuid, spec=spec, created_at=LONG_AGO))
         return uuid

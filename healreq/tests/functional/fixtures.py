@@ -222,6 +222,76 @@ class DeploymentTestCase(testscenarios.WithScenarios, testtools.TestCase):
             return json.loads(conn.execute(sa.select(t.c.flavor).where(
                 t.c.instance_uuid == instance_uuid)).scalar())
 
+    def assert_heals(self, cell, instance_uuid, reason, changes, *args):
+        """Dry run, heal and run again; return the healed spec, parsed.
+
+        ``changes`` are the expected ``(field, before, after)`` of the
+        instance's finding; any other instance must be consistent. The
+        dry run (text) shows them on the finding line and writes nothing;
+        the heal (JSON) names exactly those fields in ``drift``; a second
+        run finds nothing left to heal and writes nothing.
+        """
+        before = self.deployment.spec_text(instance_uuid)
+        result = self.heal('--dry-run', *args)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn('DRIFTED   %s %s %s: %s' % (
+            instance_uuid, cell.name, reason,
+            '; '.join('%s: %s -> %s' % change for change in changes)),
+            result.stdout.splitlines())
+        self.assertEqual(before, self.deployment.spec_text(instance_uuid))
+        result, doc = self.heal_json(*args)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            [(instance_uuid, 'healed', [c[0] for c in changes], reason)],
+            [(r['instance_uuid'], r['status'], r['drift'], r['reason'])
+             for r in doc['results']])
+        self.assertEqual(
+            [dict(field=f, before=b, after=a) for f, b, a in changes],
+            doc['results'][0]['changes'])
+        healed = self.deployment.spec_text(instance_uuid)
+        self.assertNotEqual(before, healed)
+        again = self.heal(*args)
+        self.assertEqual(4, again.code, again.stdout + again.stderr)
+        self.assertEqual(healed, self.deployment.spec_text(instance_uuid))
+        return json.loads(healed)
+
+    def assert_refused(self, cell, instance_uuid, reason, detail, *args):
+        """The instance is an error (exit 2) and its spec is not written.
+
+        ``detail`` must appear in the text report's finding line.
+        """
+        before = self.deployment.spec_text(instance_uuid)
+        result = self.heal(*args)
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        prefix = 'ERROR     %s %s %s: ' % (instance_uuid, cell.name, reason)
+        lines = [line for line in result.stdout.splitlines()
+                 if line.startswith(prefix)]
+        self.assertEqual(1, len(lines), result.stdout)
+        self.assertIn(detail, lines[0])
+        result, doc = self.heal_json(*args)
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(instance_uuid, 'error', reason, [])],
+                         [(r['instance_uuid'], r['status'], r['reason'],
+                           r['drift']) for r in doc['results']])
+        self.assertEqual(before, self.deployment.spec_text(instance_uuid))
+        return doc['results'][0]
+
+    def assert_consistent(self, *args):
+        """Nothing to heal (exit 4) and no spec is written."""
+        specs = self.all_spec_texts()
+        result, doc = self.heal_json(*args)
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual([], doc['results'])
+        self.assertEqual(len(specs), doc['summary']['consistent'])
+        self.assertEqual(specs, self.all_spec_texts())
+
+    def all_spec_texts(self):
+        """Every stored spec text, by instance UUID."""
+        t = tables.request_specs
+        with self.deployment.api_engine.connect() as conn:
+            return dict(conn.execute(sa.select(t.c.instance_uuid,
+                                               t.c.spec)).all())
+
     def run_engine(self, clock=None, **options):
         """Run the request-specs Engine in-process, as the CLI builds it.
 
