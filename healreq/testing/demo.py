@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 
+from healreq.objects import numa
 from healreq.testing import deployment as dep
 
 SEED_INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
@@ -35,6 +36,17 @@ E2_MEDIUM = dep.flavor(831, 'e2.medium', vcpus=4, memory_mb=8192,
 M1_SMALL = dep.flavor(2, 'm1.small', vcpus=1, memory_mb=2048, root_gb=20,
                       description='General purpose, 1 vCPU')
 M1_LARGE = dep.flavor(4, 'm1.large', vcpus=4, memory_mb=8192, root_gb=80)
+C1_PINNED = dep.flavor(21, 'c1.pinned', vcpus=4, memory_mb=8192, root_gb=80,
+                       extra_specs={'hw:cpu_policy': 'dedicated',
+                                    'hw:numa_nodes': '2'})
+
+
+def _numa_request(flavor):
+    """The spec's numa_topology Nova computed for ``flavor`` at boot."""
+    data = flavor['nova_object.data']
+    return numa.to_primitive(
+        numa.constraints(data['vcpus'], data['memory_mb'],
+                         data['extra_specs'], {}), '1.3', '1.6')
 
 
 def build(workdir):
@@ -67,6 +79,16 @@ def build(workdir):
                                 old=M1_SMALL)
         deployment.add_instance(cell2, M1_SMALL, vm_state='resized',
                                 spec_flavor=M1_LARGE)
+        # A failed resize from a shared flavor to a pinned NUMA one: the
+        # spec kept the pinned flavor and its NUMA topology.
+        deployment.add_instance(
+            cell2, M1_LARGE, spec_flavor=C1_PINNED, new=C1_PINNED,
+            spec_fields=dict(numa_topology=_numa_request(C1_PINNED)))
+        # Rebuilt with a new image before Nova recorded it in the spec.
+        deployment.add_instance(
+            cell2, M1_LARGE, system_metadata=dep.image_system_metadata(
+                dict(dep.IMAGE_PROPERTIES, hw_disk_bus='scsi',
+                     hw_scsi_model='virtio-scsi')))
         for _ in range(2):
             deployment.add_instance(cell2, M1_LARGE)
     finally:

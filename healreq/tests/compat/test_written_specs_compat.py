@@ -1,0 +1,166 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Every spec nova-heal writes loads through Nova's own RequestSpec code
+and equals what Nova itself would build from the instance.
+
+A deployment with drift of every kind is healed by the real command; each
+healed row is then loaded with ``RequestSpec._from_db_object`` and its
+fields compared with Nova's own derivations from the same instance
+records (``Flavor`` from instance_extra, ``ImageMeta.from_instance``,
+``numa_get_constraints``, ``is_volume_backed_instance`` rules).
+"""
+
+import json
+
+from healreq.testing import deployment as dep
+from healreq.tests.compat import base
+from healreq.tests.functional import fixtures
+
+try:
+    from nova import context as nova_context
+    from nova import objects
+    from nova.virt import hardware
+except ImportError:  # pragma: no cover - depends on the environment
+    objects = None
+
+SHARED = dep.flavor(10, 'g1.shared', vcpus=4, memory_mb=4096, root_gb=40,
+                    extra_specs={'hw:cpu_policy': 'shared'})
+PINNED = dep.flavor(11, 'c1.pinned', vcpus=4, memory_mb=4096, root_gb=40,
+                    extra_specs={'hw:cpu_policy': 'dedicated',
+                                 'hw:numa_nodes': '2',
+                                 'hw:mem_page_size': 'large',
+                                 'hw:emulator_threads_policy': 'share'})
+MIXED = dep.flavor(12, 'm1.mixed', vcpus=4, memory_mb=4096, root_gb=40,
+                   extra_specs={'hw:cpu_policy': 'mixed',
+                                'hw:cpu_dedicated_mask': '^0-1'})
+PCPU = dep.flavor(13, 'p1.pcpu', vcpus=2, memory_mb=2048, root_gb=20,
+                  extra_specs={'resources:PCPU': '2'})
+GPU = dep.flavor(14, 'x1.gpu', vcpus=8, memory_mb=16384, root_gb=80,
+                 extra_specs={'pci_passthrough:alias': 't4:1'})
+PROPS = {'hw_architecture': 'x86_64', 'hw_disk_bus': 'scsi',
+         'hw_scsi_model': 'virtio-scsi', 'hw_qemu_guest_agent': 'yes',
+         'os_distro': 'ubuntu', 'trait:CUSTOM_SSD': 'required'}
+# Properties that refine the NUMA request of a pinned flavor.
+NUMA_PROPS = dict(PROPS, hw_mem_page_size='2048',
+                  hw_cpu_thread_policy='prefer')
+T4_REQUEST = [{'count': 1, 'spec': [{'vendor_id': '10de',
+                                     'product_id': '1eb8',
+                                     'dev_type': 'type-PCI'}],
+               'alias_name': 't4', 'is_new': False,
+               'numa_policy': 'preferred',
+               'request_id': 'e2394b25-5c6e-4bcb-9a57-8d9e1f2a3b4c',
+               'requester_id': None}]
+
+
+class WrittenSpecsTest(base.NovaTestCase, fixtures.DeploymentTestCase):
+
+    def _add(self, cur, **kwargs):
+        kwargs.setdefault('system_metadata', dep.image_system_metadata(
+            PROPS, min_disk=cur['nova_object.data']['root_gb']))
+        uuid = self.deployment.add_instance(self.cell1, cur, **kwargs)
+        self.records[uuid] = kwargs
+        self.flavors[uuid] = cur
+        return uuid
+
+    def _build(self):
+        self.records, self.flavors = {}, {}
+        # A failed resize shared -> pinned: flavor and NUMA left behind.
+        self._add(SHARED, spec_flavor=PINNED, new=PINNED)
+        # The reverse: runs pinned, the spec still says shared.
+        self._add(PINNED, spec_flavor=SHARED,
+                  system_metadata=dep.image_system_metadata(NUMA_PROPS))
+        self._add(MIXED, spec_flavor=SHARED)
+        self._add(PCPU, spec_flavor=SHARED)
+        # Stale image properties after a rebuild.
+        self._add(SHARED, spec_fields=dict(spec_image=dep.image(
+            properties={'hw_disk_bus': 'virtio'})))
+        # Another image id altogether.
+        self._add(SHARED, spec_fields=dict(spec_image=dep.image(
+            image_id='9a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d')))
+        # Volume-backed, recorded as image-backed.
+        self._add(SHARED, image_ref='', block_devices=[{}])
+        # PCI alias of the current flavor missing from the spec.
+        self._add(GPU, spec_flavor=SHARED,
+                  extra_pci_requests=json.dumps(T4_REQUEST))
+        # A spec saved without user_id.
+        self._add(SHARED, spec_fields=dict(user_id=None))
+
+    def _nova_instance(self, uuid):
+        kwargs = self.records[uuid]
+        instance = objects.Instance(
+            uuid=uuid, image_ref=kwargs.get('image_ref', dep.IMAGE_ID),
+            system_metadata=dict(kwargs['system_metadata']),
+            project_id=dep.PROJECT_ID, user_id=dep.USER_ID)
+        instance.flavor = objects.Flavor.obj_from_primitive(
+            json.loads(dep.instance_flavors(self.flavors[uuid]))['cur'])
+        return instance
+
+    def test_healed_specs_load_and_match_nova(self):
+        self._build()
+        result = self.heal('--format', 'json')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        healed = {r['instance_uuid'] for r in json.loads(result.stdout)[
+            'results'] if r['status'] == 'healed'}
+        self.assertEqual(set(self.records), healed)
+        context = nova_context.get_admin_context()
+        for uuid in self.records:
+            row = {'id': 1, 'instance_uuid': uuid,
+                   'spec': self.deployment.spec_text(uuid)}
+            spec = objects.RequestSpec._from_db_object(
+                context, objects.RequestSpec(), row)
+            self._assert_matches_nova(uuid, spec)
+
+    def _assert_matches_nova(self, uuid, spec):
+        instance = self._nova_instance(uuid)
+        flavor = instance.flavor
+        for field in ('id', 'name', 'flavorid', 'vcpus', 'memory_mb',
+                      'root_gb', 'ephemeral_gb', 'swap', 'extra_specs'):
+            self.assertEqual(getattr(flavor, field),
+                             getattr(spec.flavor, field), (uuid, field))
+        image = objects.ImageMeta.from_instance(instance)
+        if image.obj_attr_is_set('id'):
+            self.assertEqual(image.id, spec.image.id, uuid)
+        for field in ('min_ram', 'disk_format', 'container_format'):
+            self.assertEqual(getattr(image, field),
+                             getattr(spec.image, field), (uuid, field))
+        self.assertEqual(_props(image.properties),
+                         _props(spec.image.properties), uuid)
+        expected = hardware.numa_get_constraints(flavor, image)
+        self.assertEqual(_cells(expected), _cells(spec.numa_topology), uuid)
+        aliases = sorted((r.alias_name, r.count) for r in
+                         spec.pci_requests.requests if r.alias_name)
+        wanted = sorted((r['alias_name'], r['count'])
+                        for r in self._extra_pci(uuid))
+        self.assertEqual(wanted, aliases, uuid)
+        volume_backed = bool(self.records[uuid].get('block_devices'))
+        self.assertEqual(volume_backed, spec.is_bfv, uuid)
+        self.assertEqual(dep.PROJECT_ID, spec.project_id)
+        self.assertEqual(dep.USER_ID, spec.user_id)
+
+    def _extra_pci(self, uuid):
+        text = self.records[uuid].get('extra_pci_requests')
+        return json.loads(text) if text else []
+
+
+def _props(properties):
+    return {name: getattr(properties, name) for name in properties.fields
+            if properties.obj_attr_is_set(name)}
+
+
+def _cells(topology):
+    if topology is None:
+        return None
+    return ([(cell.cpuset, cell.pcpuset, cell.memory, cell.pagesize,
+              cell.cpu_policy, cell.cpu_thread_policy)
+             for cell in topology.cells], topology.emulator_threads_policy)
