@@ -53,14 +53,26 @@ def get_request_specs(conn, instance_uuids):
     t = tables.request_specs
     query = sa.select(t.c.id, t.c.instance_uuid, t.c.spec).where(
         t.c.instance_uuid.in_(instance_uuids))
-    return {row.instance_uuid: dict(row._mapping)
+    return {row.instance_uuid: dict(row._mapping, spec=_text(row.spec))
             for row in conn.execute(query)}
+
+
+def _text(value):
+    # SQLite keeps whatever was stored; a BLOB comes back as bytes.
+    if isinstance(value, bytes):
+        try:
+            return value.decode('utf-8')
+        except UnicodeDecodeError:
+            return value
+    return value
 
 
 def _exactly_equals(column, value):
     # MySQL compares TEXT with the column's case-insensitive, pad-space
     # collation; a compare-and-swap must compare bytes.
-    return sa.cast(column, sa.LargeBinary) == value.encode('utf-8')
+    if not isinstance(value, bytes):
+        value = value.encode('utf-8')
+    return sa.cast(column, sa.LargeBinary) == value
 
 
 def swap_request_spec(conn, spec_id, instance_uuid, expected, new, now):

@@ -59,6 +59,10 @@ def parse(document, what):
     if not isinstance(extra_specs, dict) or not all(
             isinstance(k, str) for k in extra_specs):
         raise PrimitiveError('%s.extra_specs is not a dict of strings' % what)
+    if not all(v is None or isinstance(v, (str, int, float))
+               for v in extra_specs.values()):
+        raise PrimitiveError('%s.extra_specs holds a value that is not a '
+                             'string' % what)
     key['extra_specs'] = {k: None if v is None else str(v)
                           for k, v in extra_specs.items()}
     return key
@@ -78,7 +82,8 @@ def _coerce_int(value, what, required):
             return int(value)
         except ValueError:
             pass
-    raise PrimitiveError('%s is not an integer: %r' % (what, value))
+    raise PrimitiveError('%s is not an integer: %s'
+                         % (what, primitive.short(value)))
 
 
 def differing_fields(spec_key, instance_key):

@@ -64,8 +64,13 @@ _HYPERTHREADING_RE = re.compile(
     r'trait(?:[1-9][0-9]*)?:HW_CPU_HYPERTHREADING')
 # A byte size as oslo's string_to_bytes reads it in IEC mode ("2MB",
 # "1GiB", "512Kb"); "$" also accepts one trailing newline, as there.
+# (Written without overlapping repeats, so that long input cannot make
+# the match backtrack quadratically.)
 _BYTE_SIZE_RE = re.compile(
-    r'(^[-+]?\d*\.?\d+)([KMGTPEZYRQ]i?)?(b|bit|B)$')
+    r'(^[-+]?(?:\d+(?:\.\d+)?|\.\d+))([KMGTPEZYRQ]i?)?(b|bit|B)$')
+# Guest CPU ids beyond this are refused instead of expanded: no flavor has
+# a million vCPUs, and expanding such a range would exhaust memory.
+MAX_CPU_IDS = 1 << 20
 _UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
                 'Y': 8, 'R': 9, 'Q': 10}
 
@@ -172,22 +177,28 @@ def parse_cpu_spec(spec):
                 first, last = int(low.strip()), int(high.strip())
             except ValueError:
                 raise ConstraintError(
-                    'Invalid', 'invalid CPU range %r' % item)
+                    'Invalid', 'invalid CPU range %s' % primitive.short(item))
             if first > last:
                 raise ConstraintError(
-                    'Invalid', 'invalid CPU range %r' % item)
+                    'Invalid', 'invalid CPU range %s' % primitive.short(item))
+            if last - first >= MAX_CPU_IDS:
+                raise ConstraintError(
+                    'Invalid', 'CPU range %s names too many CPUs'
+                    % primitive.short(item))
             target |= set(range(first, last + 1))
         elif item.startswith('^'):
             try:
                 unwanted.add(int(item[1:].strip()))
             except ValueError:
                 raise ConstraintError(
-                    'Invalid', 'invalid CPU exclusion %r' % item)
+                    'Invalid',
+                    'invalid CPU exclusion %s' % primitive.short(item))
         else:
             try:
                 wanted.add(int(item))
             except ValueError:
-                raise ConstraintError('Invalid', 'invalid CPU %r' % item)
+                raise ConstraintError('Invalid',
+                                      'invalid CPU %s' % primitive.short(item))
     wanted -= unwanted
     return wanted
 
@@ -562,6 +573,10 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
     topology. Raises ConstraintError, naming Nova's exception, exactly
     when numa_get_constraints raises.
     """
+    if not 0 <= vcpus <= MAX_CPU_IDS:
+        raise ConstraintError('ValueError',
+                              'a flavor with %s vCPUs is not a real flavor'
+                              % primitive.short(vcpus))
     specs = _extra_specs(extra_specs)
     props = image_props or {}
 
@@ -701,7 +716,8 @@ def _int(value, what, nullable=False):
     if value is None and nullable:
         return None
     if isinstance(value, bool):
-        raise PrimitiveError('%s is not an integer: %r' % (what, value))
+        raise PrimitiveError('%s is not an integer: %s'
+                             % (what, primitive.short(value)))
     if isinstance(value, int):
         return value
     if isinstance(value, str):
@@ -709,7 +725,8 @@ def _int(value, what, nullable=False):
             return int(value)
         except ValueError:
             pass
-    raise PrimitiveError('%s is not an integer: %r' % (what, value))
+    raise PrimitiveError('%s is not an integer: %s'
+                         % (what, primitive.short(value)))
 
 
 def _int_set(value, what, nullable=False):
@@ -722,7 +739,8 @@ def _int_set(value, what, nullable=False):
 
 def _enum(value, allowed, what):
     if value is not None and value not in allowed:
-        raise PrimitiveError('%s has invalid value %r' % (what, value))
+        raise PrimitiveError('%s has invalid value %s'
+                             % (what, primitive.short(value)))
     return value
 
 

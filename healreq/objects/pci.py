@@ -55,6 +55,7 @@ def _request(data, what):
         raise PrimitiveError('%s.alias_name is not a string' % what)
     request = dict(data)
     request['spec'] = spec
+    request['alias_name'] = alias_name
     request.setdefault('numa_policy', 'legacy')
     request['is_new'] = False
     return request
@@ -102,8 +103,9 @@ def from_primitive(document, what):
 
 
 def _alias_key(request):
+    # (key, is-null, value) sorts whatever mix of null and string values.
     specs = tuple(sorted(
-        tuple(sorted((k, v) for k, v in spec.items()
+        tuple(sorted((k, v is None, v or '') for k, v in spec.items()
                      if k not in _HOST_SPEC_KEYS))
         for spec in request['spec']))
     return (request['alias_name'], request['count'], specs)

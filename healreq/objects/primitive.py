@@ -32,6 +32,27 @@ CHANGES = 'nova_object.changes'
 _VERSION_RE = re.compile(r'^(\d{1,9})\.(\d{1,9})$')
 
 
+# The newest version of each object Nova 34 knows; a newer (or another
+# major) version cannot be loaded by it, so nor do we.
+NEWEST = {
+    'RequestSpec': (1, 15),
+    'Flavor': (1, 2),
+    'ImageMeta': (1, 8),
+    'ImageMetaProps': (1, 44),
+    'InstanceNUMATopology': (1, 3),
+    'InstanceNUMACell': (1, 6),
+    'InstancePCIRequests': (1, 1),
+    'InstancePCIRequest': (1, 4),
+}
+
+
+def loadable(name, version):
+    """Whether Nova can load ``name`` at ``version`` (a parsed tuple)."""
+    newest = NEWEST.get(name)
+    return newest is None or (version[0] == newest[0]
+                              and version <= newest)
+
+
 class PrimitiveError(ValueError):
     """A stored document is not a usable Nova object primitive."""
 
@@ -61,11 +82,11 @@ def parse_version(version, what):
     match = _VERSION_RE.match(version) if isinstance(version, str) else None
     if not match:
         raise PrimitiveError('%s has an invalid object version %s'
-                             % (what, _short(version)))
+                             % (what, short(version)))
     return int(match.group(1)), int(match.group(2))
 
 
-def _short(value):
+def short(value):
     """A bounded rendering of any value for messages (depth and length)."""
     return reprlib.repr(value)
 
@@ -77,11 +98,15 @@ def unwrap(document, expected_name, what):
     name = document.get(NAME)
     if name != expected_name:
         raise PrimitiveError('%s is a %s primitive, expected %r'
-                             % (what, _short(name), expected_name))
+                             % (what, short(name), expected_name))
     if document.get(NAMESPACE) != 'nova':
         raise PrimitiveError('%s has namespace %s, expected \'nova\''
-                             % (what, _short(document.get(NAMESPACE))))
-    parse_version(document.get(VERSION), what)
+                             % (what, short(document.get(NAMESPACE))))
+    parsed = parse_version(document.get(VERSION), what)
+    if not loadable(expected_name, parsed):
+        raise PrimitiveError('%s is %s %s, which Nova cannot load'
+                             % (what, expected_name,
+                                short(document.get(VERSION))))
     data = document.get(DATA)
     if not isinstance(data, dict):
         raise PrimitiveError('%s has no data' % what)

@@ -61,6 +61,8 @@ class VersionProfile(object):
             parsed = primitive.parse_version(version, name)
         except primitive.PrimitiveError:
             return
+        if not primitive.loadable(name, parsed):
+            return
         known = self._seen.get(name)
         if known is None or parsed > known[0]:
             self._seen[name] = (parsed, version)
