@@ -11,11 +11,22 @@
 #    under the License.
 
 
-"""Exit codes and the rule that turns a run into one."""
+"""What the commands share: exit codes, errors, engines and the audit."""
 
+import contextlib
 import enum
+import os
 import re
+import sys
 
+from oslo_db import exception as db_exc
+import sqlalchemy.exc
+
+from healreq.audit import schema as audit_schema
+from healreq.audit import store as audit_store
+from healreq.db import engines
+from healreq.db import urls
+from healreq.heal import checks
 from healreq.heal.findings import Status
 
 
@@ -74,3 +85,84 @@ def canonical_uuid(value, what):
                          'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)'
                          % (what, value))
     return lowered
+
+
+class Stop(Exception):
+    """End the command with ``code`` and a one-line ``message``."""
+
+    def __init__(self, code, message=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def invalid(message):
+    """A Stop for invalid input (exit 127)."""
+    return Stop(ExitCode.INVALID_INPUT, 'nova-heal: error: %s' % message)
+
+
+def first_line(exc):
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ''
+
+
+def uuid_option(value, what):
+    """Canonical UUID of an option value, or None; Stop(127) if invalid."""
+    if not value:
+        return None
+    try:
+        return canonical_uuid(value, what)
+    except ValueError as exc:
+        raise invalid(exc)
+
+
+@contextlib.contextmanager
+def api_engine(conf):
+    """The API database engine of ``[api_database]/connection``."""
+    if not conf.api_database.connection:
+        raise invalid('[api_database]/connection is not set; pass '
+                      '--config-file /etc/nova/nova.conf')
+    try:
+        engine = engines.create_engine(conf.api_database.connection)
+    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+        raise invalid('invalid [api_database]/connection: %s' % exc)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def settings(conf, force=False, checked_fields=None):
+    """The per-instance decision settings from configuration."""
+    values = dict(skip_updated_within=conf.healreq.skip_updated_within,
+                  force=force)
+    if checked_fields is not None:
+        values['checked_fields'] = checked_fields
+    return checks.Settings(**values)
+
+
+def audit_url(conf):
+    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
+        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
+
+
+def open_audit(conf):
+    """Open (creating or upgrading) the audit store; Stop(127) on error."""
+    url = audit_url(conf)
+    try:
+        return audit_store.AuditStore(url)
+    except (OSError, db_exc.DBError, sqlalchemy.exc.SQLAlchemyError,
+            ValueError, audit_schema.SchemaTooNew) as exc:
+        raise invalid(urls.mask_password(
+            'cannot open the audit store %s: %s' % (url, first_line(exc))))
+
+
+def command_line(argv):
+    """The command line as recorded in the audit (never with secrets)."""
+    return urls.mask_password(' '.join(['nova-heal'] + list(argv)))
+
+
+def emit(text):
+    """Print report text; characters stdout cannot encode are escaped."""
+    encoding = getattr(sys.stdout, 'encoding', None) or 'utf-8'
+    print(text.encode(encoding, 'backslashreplace').decode(encoding))

@@ -40,9 +40,10 @@ def _cell_dict(cell):
                 instances_checked=cell.checked, error=cell.error, **counts)
 
 
-def render_json(report, exit_code):
+def render_json(report, exit_code, run_id=None):
     """The report as one JSON document (see the README for its keys)."""
     document = {
+        'run_id': run_id,
         'summary': report.summary(),
         'dry_run': report.dry_run,
         'more_remain': report.more_remain,
@@ -85,7 +86,8 @@ def _outcome(exit_code, report):
             4: 'nothing to heal'}[exit_code]
 
 
-def render_text(report, exit_code, verbose=False, list_skipped=False):
+def render_text(report, exit_code, verbose=False, list_skipped=False,
+                run_id=None):
     """A readable report: one line per finding and a summary per cell.
 
     Skipped instances are only counted unless ``list_skipped``: on a busy
@@ -119,6 +121,9 @@ def render_text(report, exit_code, verbose=False, list_skipped=False):
     if report.dry_run:
         lines.append('Dry run: nothing was written; %d instance(s) would be '
                      'healed.' % summary['drifted'])
+    if run_id:
+        lines.append('Run id: %s ("nova-heal audit show %s")'
+                     % (run_id, run_id))
     lines.append('Exit code %d (%s).'
                  % (exit_code, _outcome(exit_code, report)))
     return '\n'.join(lines)

@@ -21,6 +21,16 @@ healreq_group = cfg.OptGroup(
     help='Options of the nova-heal tool.')
 
 healreq_opts = [
+    cfg.StrOpt('state_path',
+               default='/var/lib/nova-heal',
+               help='Directory for healreq\'s own state: the default '
+                    'SQLite audit store lives here (created owner-only).'),
+    cfg.StrOpt('audit_connection',
+               secret=True,
+               help='SQLAlchemy URL of the audit store that records every '
+                    'run and every change before it is made (for example '
+                    'mysql+pymysql://healreq:SECRET@db/healreq). Default: '
+                    'an SQLite file audit.sqlite under state_path.'),
     cfg.IntOpt('batch_size',
                default=200,
                min=1,

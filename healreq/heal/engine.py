@@ -28,6 +28,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy.exc
 
+from healreq.audit import store as audit_store
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq.db import engines
@@ -62,6 +63,7 @@ class Options:
     cell_uuid: str = None
     max_count: int = None
     batch_size: int = 200
+    collect_plan: bool = False
     settings: checks.Settings = dataclasses.field(
         default_factory=checks.Settings)
 
@@ -75,7 +77,15 @@ class Engine(object):
     """One run of ``request-specs`` over the selected cells."""
 
     def __init__(self, api_engine, reference_url, options,
-                 connect=engines.create_engine, clock=_utcnow):
+                 connect=engines.create_engine, clock=_utcnow, audit=None,
+                 run_id=None):
+        """Prepare a run.
+
+        ``audit`` (an AuditStore) records findings and every change of
+        run ``run_id`` before it is written; None records nothing.
+        """
+        self.audit = audit
+        self.run_id = run_id
         self.api_engine = api_engine
         self.reference_url = reference_url
         self.options = options
@@ -293,10 +303,13 @@ class Engine(object):
                                        self.options.settings, self.profile)
                        for record in records]
         self._explain_drift(engine, records, evaluations, cell, now)
+        processed = len(records)
+        listed = []
         for position, (record, evaluation) in enumerate(
                 zip(records, evaluations)):
             if self._limit_reached():
-                return position
+                processed = position
+                break
             finding = evaluation.finding
             if finding.status is Status.DRIFTED:
                 self._heal(cell, engine, record, evaluation)
@@ -305,8 +318,11 @@ class Engine(object):
                 if finding.notes:
                     self.report.notices.append(finding)
             else:
-                self.report.findings.append(finding)
-        return len(records)
+                listed.append(finding)
+        self.report.findings.extend(listed)
+        if self.audit is not None:
+            self.audit.record_findings(self.run_id, listed)
+        return processed
 
     def _explain_drift(self, engine, records, evaluations, cell, now):
         """Re-evaluate drifted instances knowing their failed resizes."""
@@ -349,8 +365,20 @@ class Engine(object):
             return
         if self.options.dry_run:
             self._would_heal += 1
+            if self.options.collect_plan:
+                self.report.planned.append(
+                    (finding, record.spec_row, evaluation.new_spec))
             return
+        change_id = None
+        if self.audit is not None:
+            change_id = self.audit.intent(
+                self.run_id, finding.instance_uuid, finding.cell_uuid,
+                record.spec_row['id'], finding.drift,
+                record.spec_row['spec'], evaluation.new_spec)
         swapped = self._swap(record.spec_row, evaluation.new_spec)
+        if change_id is not None:
+            self.audit.resolve(change_id, audit_store.APPLIED if swapped
+                               else audit_store.REFUSED)
         if swapped:
             self._would_heal += 1
             finding.status = Status.HEALED

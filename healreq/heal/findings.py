@@ -46,6 +46,9 @@ REASONS = {
         'spec-drift':
             'the spec disagrees with the instance record; the records do '
             'not show why',
+        'recorded-change':
+            'apply or revert: a value recorded in a plan or in the audit '
+            'is written back',
     },
     Status.SKIPPED: {
         'cell0': 'the instance is in cell0 (never scheduled)',
@@ -102,6 +105,9 @@ REASONS = {
             'the derived image cannot be expressed at the object version '
             'the deployment uses',
         'instance-not-mapped': 'no instance_mappings row for the instance',
+        'cell-unreachable':
+            'apply or revert: the instance\'s cell database cannot be '
+            'read',
         'instance-mapped-elsewhere':
             'the instance mapping points to another cell',
     },
@@ -195,7 +201,8 @@ class RunReport:
     cells: list = dataclasses.field(default_factory=list)
     findings: list = dataclasses.field(default_factory=list)
     notices: list = dataclasses.field(default_factory=list)
-    max_count_reached: bool = False
+    # (finding, spec row, new spec text) of each would-be heal, for --plan.
+    planned: list = dataclasses.field(default_factory=list)
     more_remain: bool = False
 
     def summary(self):

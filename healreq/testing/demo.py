@@ -98,7 +98,8 @@ def build(workdir):
         handle.write('[api_database]\nconnection = %s\n\n'
                      '[database]\nconnection = %s\n\n'
                      '[healreq]\nskip_updated_within = 60\n'
-                     % (url('nova_api.sqlite'), reference))
+                     'state_path = %s\n'
+                     % (url('nova_api.sqlite'), reference, workdir))
     return config
 
 

@@ -129,6 +129,10 @@ class DeploymentTestCase(testscenarios.WithScenarios, testtools.TestCase):
 
     def setUp(self):
         super().setUp()
+        # The audit store of every run of this test, whatever the config.
+        self.state_path = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_HEALREQ__STATE_PATH', self.state_path))
         self.db = self.backend_class(self)
         self.deployment = dep.Deployment(self.db.database_url('api'))
         self.addCleanup(self.deployment.dispose)

@@ -93,7 +93,9 @@ class ListOptsTest(testtools.TestCase):
         self.assertEqual({('api_database', 'connection'),
                           ('database', 'connection'),
                           ('healreq', 'batch_size'),
-                          ('healreq', 'skip_updated_within')}, registered)
+                          ('healreq', 'skip_updated_within'),
+                          ('healreq', 'state_path'),
+                          ('healreq', 'audit_connection')}, registered)
 
     def test_groups_are_opt_groups(self):
         for group, _ in opts.list_opts():

@@ -1,0 +1,92 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Plan files: the changes a dry run would make, for review and apply."""
+
+import datetime
+import json
+import os
+
+from healreq.audit import replay
+from healreq.audit import store as audit_store
+
+FORMAT = 'healreq-plan/1'
+
+
+class PlanError(ValueError):
+    """The file is not a usable plan."""
+
+
+def write_plan(path, run_id, planned):
+    """Write ``planned`` (finding, spec row, new text) triples to ``path``.
+
+    Written to a temporary file and renamed, owner-only, so a reviewer
+    never sees half a plan.
+    """
+    changes = []
+    for finding, spec_row, new_spec in planned:
+        changes.append({
+            'instance_uuid': finding.instance_uuid,
+            'cell_uuid': finding.cell_uuid,
+            'spec_id': spec_row['id'],
+            'fields': finding.drift,
+            'reason': finding.reason,
+            'summary': [str(change) for change in finding.changes],
+            'before_digest': audit_store.digest(spec_row['spec']),
+            'after_digest': audit_store.digest(new_spec),
+            'before': spec_row['spec'],
+            'after': new_spec,
+        })
+    document = {
+        'format': FORMAT,
+        'created_at': datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec='seconds'),
+        'run_id': run_id,
+        'changes': changes,
+    }
+    temporary = '%s.tmp-%d' % (path, os.getpid())
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o600)
+    with os.fdopen(descriptor, 'w') as handle:
+        json.dump(document, handle, indent=2)
+        handle.write('\n')
+    os.replace(temporary, path)
+    return len(changes)
+
+
+def read_plan(path):
+    """Read a plan; return ``(run_id, [replay.Swap])``."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise PlanError('cannot read plan %s: %s' % (path, exc))
+    if not isinstance(document, dict) or document.get('format') != FORMAT:
+        raise PlanError('%s is not a %s file' % (path, FORMAT))
+    swaps = []
+    try:
+        for change in document['changes']:
+            before, after = change['before'], change['after']
+            if (audit_store.digest(before) != change['before_digest']
+                    or audit_store.digest(after) != change['after_digest']):
+                raise PlanError('plan %s was edited: the digests of %s no '
+                                'longer match' % (path,
+                                                  change['instance_uuid']))
+            swaps.append(replay.Swap(
+                instance_uuid=change['instance_uuid'],
+                spec_id=int(change['spec_id']), expected=before, new=after,
+                fields=list(change['fields']),
+                expected_digest=change['before_digest']))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise PlanError('plan %s is malformed: %s' % (path, exc))
+    return document.get('run_id'), swaps

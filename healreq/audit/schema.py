@@ -1,0 +1,104 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""The audit store's own schema, created and upgraded by healreq.
+
+``audit_schema`` holds one row with the schema version; ``upgrade``
+brings any older store up to SCHEMA_VERSION in place, so operators never
+run a migration by hand.
+"""
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+SCHEMA_VERSION = 1
+
+# Spec texts are MEDIUMTEXT in Nova's API database; keep the same room.
+_LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
+
+metadata = sa.MetaData()
+
+audit_schema = sa.Table(
+    'audit_schema', metadata,
+    sa.Column('version', sa.Integer, nullable=False))
+
+runs = sa.Table(
+    'runs', metadata,
+    sa.Column('id', sa.String(36), primary_key=True),
+    sa.Column('started_at', sa.DateTime, nullable=False),
+    sa.Column('ended_at', sa.DateTime),
+    sa.Column('mode', sa.String(16), nullable=False),
+    sa.Column('command', sa.Text, nullable=False),
+    sa.Column('operator', sa.String(255)),
+    sa.Column('host', sa.String(255)),
+    sa.Column('tool_version', sa.String(64)),
+    sa.Column('filters', sa.Text),
+    sa.Column('summary', sa.Text),
+    sa.Column('exit_code', sa.Integer),
+    sa.Index('runs_started_at_idx', 'started_at'))
+
+changes = sa.Table(
+    'changes', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('run_id', sa.String(36), sa.ForeignKey('runs.id'),
+              nullable=False),
+    sa.Column('instance_uuid', sa.String(36), nullable=False),
+    sa.Column('cell_uuid', sa.String(36)),
+    sa.Column('spec_id', sa.Integer, nullable=False),
+    sa.Column('fields', sa.Text, nullable=False),
+    sa.Column('before_text', _LongText, nullable=False),
+    sa.Column('after_text', _LongText, nullable=False),
+    sa.Column('before_digest', sa.String(64), nullable=False),
+    sa.Column('after_digest', sa.String(64), nullable=False),
+    # pending -> applied | refused; 'unknown' when recovery found the row
+    # holding neither value.
+    sa.Column('state', sa.String(16), nullable=False),
+    sa.Column('detail', sa.Text),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.Column('resolved_at', sa.DateTime),
+    sa.Index('changes_run_id_idx', 'run_id'),
+    sa.Index('changes_state_idx', 'state'),
+    sa.Index('changes_instance_uuid_idx', 'instance_uuid'))
+
+findings = sa.Table(
+    'findings', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('run_id', sa.String(36), sa.ForeignKey('runs.id'),
+              nullable=False),
+    sa.Column('instance_uuid', sa.String(36), nullable=False),
+    sa.Column('cell_uuid', sa.String(36)),
+    sa.Column('status', sa.String(16), nullable=False),
+    sa.Column('reason', sa.String(64)),
+    sa.Column('drift', sa.Text),
+    sa.Column('detail', sa.Text),
+    sa.Index('findings_run_id_idx', 'run_id'),
+    sa.Index('findings_instance_uuid_idx', 'instance_uuid'))
+
+
+class SchemaTooNew(Exception):
+    """The store was written by a newer healreq."""
+
+
+def upgrade(engine):
+    """Create the schema, or bring an older one up to SCHEMA_VERSION."""
+    with engine.begin() as conn:
+        metadata.create_all(conn)
+        version = conn.execute(sa.select(audit_schema.c.version)).scalar()
+        if version is None:
+            conn.execute(audit_schema.insert().values(
+                version=SCHEMA_VERSION))
+        elif version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                'the audit store has schema version %d; this healreq knows '
+                'up to %d' % (version, SCHEMA_VERSION))
+        # Future versions: apply each step from ``version`` up here.

@@ -1,0 +1,159 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""``nova-heal request-specs``: find and heal RequestSpec drift."""
+
+import argparse
+
+from oslo_db import exception as db_exc
+import sqlalchemy.exc
+
+from healreq.audit import plan
+from healreq.cmd import common
+from healreq.cmd import output
+from healreq.heal import engine as heal_engine
+from healreq.heal import fields
+
+ExitCode = common.ExitCode
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        'request-specs',
+        help='Find and heal RequestSpecs that drifted from their instance.',
+        description='Compare every live instance\'s RequestSpec with the '
+                    'instance record in its cell and rewrite the drifted '
+                    'fields, one compare-and-swap per instance. Every run '
+                    'and every change is recorded in the audit store '
+                    'first (see "nova-heal audit").',
+        epilog=common.EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--dry-run', action='store_true',
+                        help='Report what would be healed; write nothing.')
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument('--instance', metavar='UUID',
+                        help='Only this instance (its cell is found through '
+                             'instance_mappings).')
+    target.add_argument('--cell', metavar='UUID',
+                        help='Only this cell.')
+    parser.add_argument('--max-count', metavar='N', type=int,
+                        help='Stop after N instances were healed (or would '
+                             'be, with --dry-run); exit 1 if more remain.')
+    parser.add_argument('--batch-size', metavar='N', type=int,
+                        help='Instances read per query (default: '
+                             '[healreq]/batch_size).')
+    parser.add_argument('--force', action='store_true',
+                        help='With --instance only: heal even if a stale '
+                             'migration record, a recent update or a '
+                             'missing host would skip the instance. Never '
+                             'overrides task_state, vm_state or deletion.')
+    parser.add_argument('--fields', metavar='LIST',
+                        default=','.join(fields.FIELD_NAMES),
+                        help='Comma-separated RequestSpec fields to check '
+                             'and heal (default: all): %s.'
+                             % ', '.join(fields.FIELD_NAMES))
+    parser.add_argument('--plan', metavar='FILE',
+                        help='With --dry-run: write every change the run '
+                             'would make to FILE, for review and for '
+                             '"nova-heal apply FILE".')
+    parser.add_argument('--format', choices=('text', 'json'), default='text',
+                        help='Report format on stdout (default: text).')
+    parser.add_argument('--verbose', action='store_true',
+                        help='Explain each drift and log progress to '
+                             'stderr.')
+    parser.set_defaults(handler=run)
+
+
+def _options(conf):
+    command = conf.command
+    instance = common.uuid_option(command.instance, 'instance')
+    cell = common.uuid_option(command.cell, 'cell')
+    if command.force and not instance:
+        raise common.invalid('--force requires --instance')
+    if command.plan and not command.dry_run:
+        raise common.invalid('--plan requires --dry-run')
+    for name in ('max_count', 'batch_size'):
+        value = getattr(command, name)
+        if value is not None and value < 1:
+            raise common.invalid('--%s must be a positive integer'
+                                 % name.replace('_', '-'))
+    checked = tuple(name.strip() for name in command.fields.split(',')
+                    if name.strip())
+    if not checked or set(checked) - set(fields.FIELD_NAMES):
+        raise common.invalid(
+            '--fields takes a comma-separated list of %s; got %r'
+            % (', '.join(fields.FIELD_NAMES), command.fields))
+    return heal_engine.Options(
+        dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
+        max_count=command.max_count,
+        batch_size=command.batch_size or conf.healreq.batch_size,
+        collect_plan=bool(command.plan),
+        settings=common.settings(conf, command.force, checked))
+
+
+def _filters(options):
+    return {'instance': options.instance_uuid, 'cell': options.cell_uuid,
+            'max_count': options.max_count, 'force': options.settings.force,
+            'fields': list(options.settings.checked_fields)}
+
+
+def run(conf, argv):
+    options = _options(conf)
+    with common.api_engine(conf) as api_engine:
+        store = common.open_audit(conf)
+        try:
+            return _run(conf, argv, options, api_engine, store)
+        finally:
+            store.dispose()
+
+
+def _run(conf, argv, options, api_engine, store):
+    run_id = None
+    try:
+        store.recover(api_engine)
+        run_id = store.start_run(
+            'dry-run' if options.dry_run else 'heal',
+            common.command_line(argv), _filters(options))
+        engine = heal_engine.Engine(api_engine, conf.database.connection,
+                                    options, audit=store, run_id=run_id)
+        report = engine.run()
+    except heal_engine.InvalidInput as exc:
+        stop = common.invalid(exc)
+    except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError) as exc:
+        stop = common.Stop(ExitCode.NEEDS_ATTENTION,
+                           'nova-heal: error: API database: %s'
+                           % common.first_line(getattr(exc, 'orig', None)
+                                               or exc))
+    else:
+        stop = None
+    if stop is not None:
+        if run_id is not None:
+            store.finish_run(run_id, {'error': stop.message}, stop.code)
+        raise stop
+    code = common.exit_code_for(report)
+    store.finish_run(run_id, report.summary(), code)
+    if conf.command.plan:
+        plan.write_plan(conf.command.plan, run_id, report.planned)
+    if conf.command.format == 'json':
+        common.emit(output.render_json(report, code, run_id))
+    else:
+        common.emit(output.render_text(
+            report, code, verbose=conf.command.verbose,
+            list_skipped=conf.command.verbose or bool(options.instance_uuid),
+            run_id=run_id))
+        if conf.command.plan:
+            common.emit('Plan of %d change(s) written to %s; review it, '
+                        'then run "nova-heal apply %s".'
+                        % (len(report.planned), conf.command.plan,
+                           conf.command.plan))
+    return code
