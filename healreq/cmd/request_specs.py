@@ -14,13 +14,17 @@
 """``nova-heal request-specs``: find and heal RequestSpec drift."""
 
 import argparse
+import sys
+import time
 
 from oslo_db import exception as db_exc
 import sqlalchemy.exc
 
 from healreq.audit import plan
 from healreq.cmd import common
+from healreq.cmd import metrics
 from healreq.cmd import output
+from healreq.cmd import progress
 from healreq.heal import engine as heal_engine
 from healreq.heal import fields
 
@@ -66,6 +70,20 @@ def add_parser(subparsers):
                         help='With --dry-run: write every change the run '
                              'would make to FILE, for review and for '
                              '"nova-heal apply FILE".')
+    parser.add_argument('--sleep', metavar='SECONDS', type=float,
+                        default=0.0,
+                        help='Pause this long after each batch, to spare a '
+                             'busy database.')
+    parser.add_argument('--max-rate', metavar='N', type=float,
+                        help='Check at most N instances per second.')
+    parser.add_argument('--metrics-file', metavar='PATH',
+                        help='At the end, write Prometheus metrics (text '
+                             'format, written atomically) for '
+                             'node_exporter\'s textfile collector.')
+    parser.add_argument('--quiet', action='store_true',
+                        help='No progress display and no text report (for '
+                             'cron); errors still go to stderr and the '
+                             'exit code tells the outcome.')
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
     parser.add_argument('--verbose', action='store_true',
@@ -87,6 +105,10 @@ def _options(conf):
         if value is not None and value < 1:
             raise common.invalid('--%s must be a positive integer'
                                  % name.replace('_', '-'))
+    if command.sleep < 0 or (command.max_rate is not None
+                             and command.max_rate <= 0):
+        raise common.invalid('--sleep must not be negative and --max-rate '
+                             'must be positive')
     checked = tuple(name.strip() for name in command.fields.split(',')
                     if name.strip())
     if not checked or set(checked) - set(fields.FIELD_NAMES):
@@ -97,7 +119,8 @@ def _options(conf):
         dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
         max_count=command.max_count,
         batch_size=command.batch_size or conf.healreq.batch_size,
-        collect_plan=bool(command.plan),
+        collect_plan=bool(command.plan), sleep=command.sleep,
+        max_rate=command.max_rate,
         settings=common.settings(conf, command.force, checked))
 
 
@@ -126,7 +149,14 @@ def _run(conf, argv, options, api_engine, store):
             common.command_line(argv), _filters(options))
         engine = heal_engine.Engine(api_engine, conf.database.connection,
                                     options, audit=store, run_id=run_id)
-        report = engine.run()
+        if not conf.command.quiet and sys.stderr.isatty():
+            engine.progress = progress.Progress(sys.stderr)
+        started = time.monotonic()
+        try:
+            report = engine.run()
+        finally:
+            if engine.progress is not None:
+                engine.progress.close()
     except heal_engine.InvalidInput as exc:
         stop = common.invalid(exc)
     except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError) as exc:
@@ -142,11 +172,14 @@ def _run(conf, argv, options, api_engine, store):
         raise stop
     code = common.exit_code_for(report)
     store.finish_run(run_id, report.summary(), code)
+    if conf.command.metrics_file:
+        _write_metrics(conf.command.metrics_file, report, code,
+                       time.monotonic() - started, options.dry_run)
     if conf.command.plan:
         plan.write_plan(conf.command.plan, run_id, report.planned)
     if conf.command.format == 'json':
         common.emit(output.render_json(report, code, run_id))
-    else:
+    elif not conf.command.quiet:
         common.emit(output.render_text(
             report, code, verbose=conf.command.verbose,
             list_skipped=conf.command.verbose or bool(options.instance_uuid),
@@ -157,3 +190,16 @@ def _run(conf, argv, options, api_engine, store):
                         % (len(report.planned), conf.command.plan,
                            conf.command.plan))
     return code
+
+
+def _write_metrics(path, report, code, duration, dry_run):
+    now = time.time()
+    text = metrics.render(report, code, duration, now, dry_run)
+    success = now if code in (ExitCode.HEALED,
+                              ExitCode.NOTHING_TO_HEAL) else None
+    try:
+        metrics.write(path, text, success)
+    except OSError as exc:
+        raise common.Stop(ExitCode.NEEDS_ATTENTION,
+                          'nova-heal: error: cannot write metrics file %s: '
+                          '%s' % (path, exc))

@@ -52,6 +52,13 @@ def get_instances(conn, instance_uuids):
     return {row.uuid: dict(row._mapping) for row in conn.execute(query)}
 
 
+def count_live_instances(conn):
+    """How many live instances the cell holds (for progress display)."""
+    t = tables.instances
+    return conn.execute(sa.select(sa.func.count()).select_from(t).where(
+        t.c.deleted == 0)).scalar()
+
+
 def has_instances_after(conn, after_id):
     """Whether a live instance with ``id > after_id`` exists."""
     t = tables.instances

@@ -22,6 +22,7 @@ text that was read.
 
 import dataclasses
 import datetime
+import time
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -64,6 +65,8 @@ class Options:
     max_count: int = None
     batch_size: int = 200
     collect_plan: bool = False
+    sleep: float = 0.0
+    max_rate: float = None
     settings: checks.Settings = dataclasses.field(
         default_factory=checks.Settings)
 
@@ -86,6 +89,11 @@ class Engine(object):
         """
         self.audit = audit
         self.run_id = run_id
+        # Called as progress(cell, cell_report, total) after each batch.
+        self.progress = None
+        self._sleep = time.sleep
+        self._monotonic = time.monotonic
+        self._started = time.monotonic()
         self.api_engine = api_engine
         self.reference_url = reference_url
         self.options = options
@@ -140,6 +148,7 @@ class Engine(object):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
         self._learn_versions()
+        self._started = self._monotonic()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
             return self.report
@@ -221,6 +230,11 @@ class Engine(object):
             self._process_batch(cell, engine, list(found.values()), report)
             return
         after_id = 0
+        total = None
+        if self.progress is not None:
+            with engine.connect() as conn:
+                total = cell_queries.count_live_instances(conn)
+            self.progress(cell, report, total)
         while True:
             with engine.connect() as conn:
                 page = cell_queries.get_instance_page(
@@ -228,6 +242,9 @@ class Engine(object):
             if not page:
                 return
             processed = self._process_batch(cell, engine, page, report)
+            if self.progress is not None:
+                self.progress(cell, report, total)
+            self._throttle()
             if processed < len(page):
                 self.report.more_remain = True
                 return
@@ -237,6 +254,17 @@ class Engine(object):
                     self.report.more_remain = (
                         cell_queries.has_instances_after(conn, after_id))
                 return
+
+    def _throttle(self):
+        """Pause after a batch: --sleep, then down to --max-rate."""
+        if self.options.sleep:
+            self._sleep(self.options.sleep)
+        if self.options.max_rate:
+            checked = sum(cell.checked for cell in self.report.cells)
+            ahead = (checked / self.options.max_rate
+                     - (self._monotonic() - self._started))
+            if ahead > 0:
+                self._sleep(ahead)
 
     def _any_instances(self, cells):
         """Whether any of ``cells`` has a live instance (unknown: yes)."""

@@ -1,0 +1,130 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""A Prometheus text-format metrics file for node_exporter's textfile
+collector, written atomically (write, then rename) at the end of a run.
+"""
+
+import os
+import tempfile
+
+from healreq.heal.findings import Status
+
+_PREFIX = 'nova_heal_request_specs'
+
+_COUNTERS = (
+    ('checked', 'Instances checked in the last run.', 'checked'),
+    ('drifted', 'Instances found drifted (not healed) in the last run.',
+     'drifted'),
+    ('healed', 'Instances healed in the last run.', 'healed'),
+    ('skipped', 'Instances skipped in the last run.', 'skipped'),
+    ('errors', 'Instances that could not be evaluated in the last run.',
+     'errors'),
+    ('conflicts', 'Writes refused because the row changed, last run.',
+     'conflicts'),
+)
+
+
+def _label(value):
+    """A label value escaped as the text format requires."""
+    text = '' if value is None else str(value)
+    return (text.replace('\\', '\\\\').replace('"', '\\"')
+            .replace('\n', '\\n'))
+
+
+def render(report, exit_code, duration, finished_at, dry_run):
+    """The metrics of a finished run as Prometheus text."""
+    lines = []
+    for name, help_text, attribute in _COUNTERS:
+        metric = '%s_%s' % (_PREFIX, name)
+        lines.append('# HELP %s %s' % (metric, help_text))
+        lines.append('# TYPE %s gauge' % metric)
+        for cell in report.cells:
+            lines.append('%s{cell_uuid="%s",cell_name="%s"} %d' % (
+                metric, _label(cell.uuid), _label(cell.name),
+                getattr(cell, attribute)))
+    by_field = {}
+    for finding in report.findings:
+        if finding.status in (Status.DRIFTED, Status.HEALED):
+            for field in finding.drift:
+                key = (finding.cell_uuid, field)
+                by_field[key] = by_field.get(key, 0) + 1
+    metric = '%s_drift_by_field' % _PREFIX
+    lines.append('# HELP %s Instances whose spec field drifted (healed or '
+                 'not) in the last run.' % metric)
+    lines.append('# TYPE %s gauge' % metric)
+    for (cell_uuid, field), count in sorted(by_field.items(),
+                                            key=lambda item: (
+                                                str(item[0][0]),
+                                                item[0][1])):
+        lines.append('%s{cell_uuid="%s",field="%s"} %d'
+                     % (metric, _label(cell_uuid), _label(field), count))
+    metric = '%s_cell_failed' % _PREFIX
+    lines.append('# HELP %s 1 if the cell could not be processed.' % metric)
+    lines.append('# TYPE %s gauge' % metric)
+    for cell in report.cells:
+        lines.append('%s{cell_uuid="%s",cell_name="%s"} %d' % (
+            metric, _label(cell.uuid), _label(cell.name),
+            1 if cell.error else 0))
+    for name, help_text, value in (
+            ('exit_code', 'Exit code of the last run.', int(exit_code)),
+            ('dry_run', '1 if the last run was a dry run.',
+             1 if dry_run else 0),
+            ('duration_seconds', 'Wall time of the last run.',
+             '%.3f' % duration),
+            ('last_run_timestamp_seconds', 'When the last run ended.',
+             '%d' % finished_at)):
+        metric = '%s_%s' % (_PREFIX, name)
+        lines.append('# HELP %s %s' % (metric, help_text))
+        lines.append('# TYPE %s gauge' % metric)
+        lines.append('%s %s' % (metric, value))
+    return '\n'.join(lines) + '\n'
+
+
+def write(path, text, success_timestamp=None):
+    """Write ``text`` to ``path`` atomically.
+
+    ``success_timestamp`` (a run that ended with exit 0 or 4) is added as
+    ``..._last_success_timestamp_seconds``; otherwise the value of the
+    previous file is kept, so an alert can fire on its age.
+    """
+    metric = '%s_last_success_timestamp_seconds' % _PREFIX
+    if success_timestamp is None:
+        success_timestamp = _previous_value(path, metric)
+    if success_timestamp is not None:
+        text += ('# HELP %s When a run last ended without errors.\n'
+                 '# TYPE %s gauge\n%s %d\n'
+                 % (metric, metric, metric, success_timestamp))
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(
+        dir=directory, prefix='.%s.' % os.path.basename(path))
+    try:
+        with os.fdopen(descriptor, 'w') as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _previous_value(path, metric):
+    try:
+        with open(path) as handle:
+            for line in handle:
+                if line.startswith(metric + ' '):
+                    return int(float(line.split()[1]))
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
