@@ -13,6 +13,7 @@
 
 """Progress on a terminal: per cell, instances done / total, rate, ETA."""
 
+import threading
 import time
 
 
@@ -24,8 +25,14 @@ class Progress(object):
         self._clock = clock
         self._started = {}
         self._open = False
+        # Cells processed by parallel workers report from several threads.
+        self._lock = threading.Lock()
 
     def __call__(self, cell, report, total):
+        with self._lock:
+            self._show(cell, report, total)
+
+    def _show(self, cell, report, total):
         now = self._clock()
         started = self._started.setdefault(cell['uuid'], now)
         done = report.checked

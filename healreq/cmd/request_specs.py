@@ -70,6 +70,10 @@ def add_parser(subparsers):
                         help='With --dry-run: write every change the run '
                              'would make to FILE, for review and for '
                              '"nova-heal apply FILE".')
+    parser.add_argument('--workers', metavar='N', type=int, default=1,
+                        help='Process up to N cells in parallel, each with '
+                             'its own connections (default 1); results are '
+                             'reported in cell order.')
     parser.add_argument('--sleep', metavar='SECONDS', type=float,
                         default=0.0,
                         help='Pause this long after each batch, to spare a '
@@ -100,7 +104,7 @@ def _options(conf):
         raise common.invalid('--force requires --instance')
     if command.plan and not command.dry_run:
         raise common.invalid('--plan requires --dry-run')
-    for name in ('max_count', 'batch_size'):
+    for name in ('max_count', 'batch_size', 'workers'):
         value = getattr(command, name)
         if value is not None and value < 1:
             raise common.invalid('--%s must be a positive integer'
@@ -120,6 +124,7 @@ def _options(conf):
         max_count=command.max_count,
         batch_size=command.batch_size or conf.healreq.batch_size,
         collect_plan=bool(command.plan), sleep=command.sleep,
+        workers=command.workers,
         max_rate=command.max_rate,
         settings=common.settings(conf, command.force, checked))
 
@@ -127,6 +132,8 @@ def _options(conf):
 def _filters(options):
     return {'instance': options.instance_uuid, 'cell': options.cell_uuid,
             'max_count': options.max_count, 'force': options.settings.force,
+            'workers': options.workers, 'sleep': options.sleep,
+            'max_rate': options.max_rate,
             'fields': list(options.settings.checked_fields)}
 
 

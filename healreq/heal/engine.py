@@ -20,8 +20,10 @@ instance, re-decides, and swaps the spec only if the row still holds the
 text that was read.
 """
 
+from concurrent import futures
 import dataclasses
 import datetime
+import threading
 import time
 
 from oslo_db import api as oslo_db_api
@@ -65,6 +67,7 @@ class Options:
     max_count: int = None
     batch_size: int = 200
     collect_plan: bool = False
+    workers: int = 1
     sleep: float = 0.0
     max_rate: float = None
     settings: checks.Settings = dataclasses.field(
@@ -94,6 +97,8 @@ class Engine(object):
         self._sleep = time.sleep
         self._monotonic = time.monotonic
         self._started = time.monotonic()
+        self._lock = threading.Lock()
+        self._checked = 0
         self.api_engine = api_engine
         self.reference_url = reference_url
         self.options = options
@@ -152,14 +157,42 @@ class Engine(object):
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
             return self.report
+        if self.options.workers > 1 and len(cells) > 1:
+            self._run_in_parallel(cells)
+            return self.report
         for position, cell in enumerate(cells):
             if self._limit_reached():
                 remaining = cells[position:]
                 self.report.more_remain = (self.report.more_remain
                                            or self._any_instances(remaining))
                 break
-            self._process_cell(cell)
+            self._process_cell(cell, self.report)
         return self.report
+
+    def _run_in_parallel(self, cells):
+        """Process cells in worker threads, merged in cell order.
+
+        Each cell has its own connection pool; the waits on the databases
+        overlap. With --max-count the workers share one count, so cells
+        still running stop when it is reached.
+        """
+        def process(cell):
+            sink = RunReport(dry_run=self.options.dry_run)
+            if self._limit_reached():
+                sink.more_remain = self._any_instances([cell])
+            else:
+                self._process_cell(cell, sink)
+            return sink
+
+        with futures.ThreadPoolExecutor(
+                max_workers=self.options.workers) as pool:
+            sinks = list(pool.map(process, cells))
+        for sink in sinks:
+            self.report.cells.extend(sink.cells)
+            self.report.findings.extend(sink.findings)
+            self.report.notices.extend(sink.notices)
+            self.report.planned.extend(sink.planned)
+            self.report.more_remain |= sink.more_remain
 
     def _report_unscheduled(self, instance_uuid):
         cell = CellReport(uuid=None, name=None)
@@ -176,16 +209,17 @@ class Engine(object):
         return urls.format_cell_url(cell['database_connection'] or '',
                                     self.reference_url)
 
-    def _process_cell(self, cell):
+    def _process_cell(self, cell, sink):
+        """Process one cell; its findings go to ``sink`` (a RunReport)."""
         report = CellReport(uuid=cell['uuid'], name=cell['name'])
-        self.report.cells.append(report)
+        sink.cells.append(report)
         if cell['uuid'] == api_queries.CELL0_UUID:
             # Only reachable with --instance: never touch cell0.
             finding = Finding(self.options.instance_uuid, cell['uuid'],
                               Status.SKIPPED, 'cell0',
                               'the instance is in cell0 (never scheduled)')
             report.count(finding)
-            self.report.findings.append(finding)
+            sink.findings.append(finding)
             return
         LOG.info('Looking for instances in cell %s(%s)',
                  cell['uuid'], cell['name'])
@@ -195,7 +229,7 @@ class Engine(object):
             self._cell_failed(cell, report, exc)
             return
         try:
-            self._walk_cell(cell, engine, report)
+            self._walk_cell(cell, engine, report, sink)
         except _DB_ERRORS as exc:
             self._cell_failed(cell, report, exc)
         finally:
@@ -218,7 +252,7 @@ class Engine(object):
         return urls.mask_password('%s: %s' % (kind, message.splitlines()[0]
                                               if message else type(exc)))
 
-    def _walk_cell(self, cell, engine, report):
+    def _walk_cell(self, cell, engine, report, sink):
         if self.options.instance_uuid:
             with engine.connect() as conn:
                 found = cell_queries.get_instances(
@@ -227,7 +261,8 @@ class Engine(object):
                 raise InvalidInput(
                     'instance %s is mapped to cell %s but is not in its '
                     'database' % (self.options.instance_uuid, cell['uuid']))
-            self._process_batch(cell, engine, list(found.values()), report)
+            self._process_batch(cell, engine, list(found.values()), report,
+                                sink)
             return
         after_id = 0
         total = None
@@ -241,17 +276,18 @@ class Engine(object):
                     conn, after_id, self.options.batch_size)
             if not page:
                 return
-            processed = self._process_batch(cell, engine, page, report)
+            processed = self._process_batch(cell, engine, page, report,
+                                            sink)
             if self.progress is not None:
                 self.progress(cell, report, total)
             self._throttle()
             if processed < len(page):
-                self.report.more_remain = True
+                sink.more_remain = True
                 return
             after_id = page[-1]['id']
             if self._limit_reached():
                 with engine.connect() as conn:
-                    self.report.more_remain = (
+                    sink.more_remain = (
                         cell_queries.has_instances_after(conn, after_id))
                 return
 
@@ -260,7 +296,8 @@ class Engine(object):
         if self.options.sleep:
             self._sleep(self.options.sleep)
         if self.options.max_rate:
-            checked = sum(cell.checked for cell in self.report.cells)
+            with self._lock:
+                checked = self._checked
             ahead = (checked / self.options.max_rate
                      - (self._monotonic() - self._started))
             if ahead > 0:
@@ -323,7 +360,7 @@ class Engine(object):
             records.append(record)
         return records
 
-    def _process_batch(self, cell, engine, instances, report):
+    def _process_batch(self, cell, engine, instances, report, sink):
         """Evaluate and heal a batch; return how many were processed."""
         records = self._read_records(cell, engine, instances)
         now = self._clock()
@@ -339,15 +376,19 @@ class Engine(object):
                 processed = position
                 break
             finding = evaluation.finding
-            if finding.status is Status.DRIFTED:
-                self._heal(cell, engine, record, evaluation)
+            if finding.status is Status.DRIFTED and not self._heal(
+                    cell, engine, record, evaluation, sink):
+                processed = position
+                break
             report.count(finding)
             if finding.status is Status.CONSISTENT:
                 if finding.notes:
-                    self.report.notices.append(finding)
+                    sink.notices.append(finding)
             else:
                 listed.append(finding)
-        self.report.findings.extend(listed)
+        with self._lock:
+            self._checked += processed
+        sink.findings.extend(listed)
         if self.audit is not None:
             self.audit.record_findings(self.run_id, listed)
         return processed
@@ -374,10 +415,27 @@ class Engine(object):
 
     def _limit_reached(self):
         limit = self.options.max_count
-        return limit is not None and self._would_heal >= limit
+        with self._lock:
+            return limit is not None and self._would_heal >= limit
 
-    def _heal(self, cell, engine, record, evaluation):
-        """Re-check the instance, then compare-and-swap its spec."""
+    def _reserve_heal(self):
+        """Take one of the --max-count heals; False when none is left."""
+        with self._lock:
+            limit = self.options.max_count
+            if limit is not None and self._would_heal >= limit:
+                return False
+            self._would_heal += 1
+            return True
+
+    def _release_heal(self):
+        with self._lock:
+            self._would_heal -= 1
+
+    def _heal(self, cell, engine, record, evaluation, sink):
+        """Re-check the instance, then compare-and-swap its spec.
+
+        Returns False, touching nothing, when --max-count is used up.
+        """
         finding = evaluation.finding
         fresh = self._reread(engine, record)
         again = checks.evaluate(fresh, cell, self._clock(),
@@ -390,13 +448,14 @@ class Engine(object):
                                   again.finding.status.value,
                                   ', %s' % again.finding.reason
                                   if again.finding.reason else ''))
-            return
+            return True
+        if not self._reserve_heal():
+            return False
         if self.options.dry_run:
-            self._would_heal += 1
             if self.options.collect_plan:
-                self.report.planned.append(
+                sink.planned.append(
                     (finding, record.spec_row, evaluation.new_spec))
-            return
+            return True
         change_id = None
         if self.audit is not None:
             change_id = self.audit.intent(
@@ -408,16 +467,17 @@ class Engine(object):
             self.audit.resolve(change_id, audit_store.APPLIED if swapped
                                else audit_store.REFUSED)
         if swapped:
-            self._would_heal += 1
             finding.status = Status.HEALED
             LOG.info('Healed request spec of instance %s: %s',
                      finding.instance_uuid,
                      '; '.join(str(c) for c in finding.changes))
         else:
+            self._release_heal()
             finding.status = Status.CONFLICT
             finding.reason = 'spec-changed'
             finding.detail = ('request_specs.spec changed after it was '
                               'read; left alone, run again to re-check')
+        return True
 
     def _reread(self, engine, record):
         uuid = record.instance['uuid']

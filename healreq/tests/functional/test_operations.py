@@ -133,3 +133,50 @@ class MetricsTest(fixtures.DeploymentTestCase):
         self.assertEqual(4, self.heal('--metrics-file', path).code)
         self.assertNotEqual(before, os.stat(path).st_ino)
         self.assertNotIn('old', open(path).read())
+
+
+class WorkersTest(fixtures.DeploymentTestCase):
+    def _add_mix(self):
+        for cell in (self.cell1, self.cell2):
+            for _ in range(3):
+                self.add_drifted(cell)
+                self.add_consistent(cell)
+            self.deployment.add_instance(cell, demo.M1_SMALL, spec=None)
+
+    def _results(self, *args):
+        result, document = self.heal_json(*args)
+        return result.code, document['summary'], [
+            (r['instance_uuid'], r['cell_uuid'], r['status'], r['reason'])
+            for r in document['results']], [
+            (c['cell_uuid'], c['instances_checked']) for c in
+            document['cells']]
+
+    def test_same_results_as_serial(self):
+        self._add_mix()
+        serial = self._results('--dry-run', '--batch-size', '2')
+        parallel = self._results('--dry-run', '--batch-size', '2',
+                                 '--workers', '2')
+        self.assertEqual(serial, parallel)
+        self.assertEqual(2, serial[0])
+        self.assertEqual(6, serial[1]['drifted'])
+
+    def test_parallel_heal(self):
+        self._add_mix()
+        code, summary, _, _ = self._results('--workers', '3')
+        self.assertEqual(2, code)
+        self.assertEqual(6, summary['healed'])
+        code, summary, _, _ = self._results('--workers', '3')
+        self.assertEqual(0, summary['drifted'] + summary['healed'])
+
+    def test_shared_max_count(self):
+        self._add_mix()
+        code, summary, _, _ = self._results('--workers', '2',
+                                            '--max-count', '4',
+                                            '--batch-size', '1')
+        self.assertEqual(4, summary['healed'])
+        code, summary, _, _ = self._results('--workers', '2')
+        self.assertEqual(2, summary['healed'])
+
+    def test_invalid_workers(self):
+        result = self.heal('--workers', '0')
+        self.assertEqual(127, result.code)
