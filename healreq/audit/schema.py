@@ -36,6 +36,8 @@ runs = sa.Table(
     'runs', metadata,
     sa.Column('id', sa.String(36), primary_key=True),
     sa.Column('started_at', sa.DateTime, nullable=False),
+    # Orders runs started within the same second.
+    sa.Column('started_ns', sa.BigInteger, nullable=False),
     sa.Column('ended_at', sa.DateTime),
     sa.Column('mode', sa.String(16), nullable=False),
     sa.Column('command', sa.Text, nullable=False),
@@ -45,7 +47,7 @@ runs = sa.Table(
     sa.Column('filters', sa.Text),
     sa.Column('summary', sa.Text),
     sa.Column('exit_code', sa.Integer),
-    sa.Index('runs_started_at_idx', 'started_at'))
+    sa.Index('runs_started_ns_idx', 'started_ns'))
 
 changes = sa.Table(
     'changes', metadata,

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import socket
+import time
 import uuid as uuidlib
 
 from oslo_db.sqlalchemy import engines
@@ -84,7 +85,8 @@ class AuditStore(object):
         run_id = str(uuidlib.uuid4())
         with self.engine.begin() as conn:
             conn.execute(schema.runs.insert().values(
-                id=run_id, started_at=_now(), mode=mode, command=command,
+                id=run_id, started_at=_now(), started_ns=time.time_ns(),
+                mode=mode, command=command,
                 operator=getpass.getuser(), host=socket.gethostname(),
                 tool_version=version.version_info.version_string(),
                 filters=json.dumps(filters, sort_keys=True)))
@@ -111,7 +113,7 @@ class AuditStore(object):
         t = schema.runs
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(
-                sa.select(t).order_by(t.c.started_at.desc(),
+                sa.select(t).order_by(t.c.started_ns.desc(),
                                       t.c.id).limit(limit))]
 
     def get_run(self, run_id):

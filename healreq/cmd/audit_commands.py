@@ -216,6 +216,10 @@ def revert_run(conf, argv):
     instance = common.uuid_option(conf.command.instance, 'instance')
     store = common.open_audit(conf)
     try:
+        # Settle a crashed run's intents first: a write that went through
+        # must be reverted too.
+        with common.api_engine(conf) as api_engine:
+            store.recover(api_engine)
         if store.get_run(conf.command.run_id) is None:
             raise common.invalid('no run %s in the audit store'
                                  % conf.command.run_id)

@@ -178,12 +178,11 @@ def _run(conf, argv, options, api_engine, store):
             store.finish_run(run_id, {'error': stop.message}, stop.code)
         raise stop
     code = common.exit_code_for(report)
+    problems = _write_outputs(conf, report, code, run_id,
+                              time.monotonic() - started, options.dry_run)
+    if problems:
+        code = ExitCode.NEEDS_ATTENTION
     store.finish_run(run_id, report.summary(), code)
-    if conf.command.metrics_file:
-        _write_metrics(conf.command.metrics_file, report, code,
-                       time.monotonic() - started, options.dry_run)
-    if conf.command.plan:
-        plan.write_plan(conf.command.plan, run_id, report.planned)
     if conf.command.format == 'json':
         common.emit(output.render_json(report, code, run_id))
     elif not conf.command.quiet:
@@ -191,22 +190,33 @@ def _run(conf, argv, options, api_engine, store):
             report, code, verbose=conf.command.verbose,
             list_skipped=conf.command.verbose or bool(options.instance_uuid),
             run_id=run_id))
-        if conf.command.plan:
+        if conf.command.plan and not problems:
             common.emit('Plan of %d change(s) written to %s; review it, '
                         'then run "nova-heal apply %s".'
                         % (len(report.planned), conf.command.plan,
                            conf.command.plan))
+    for problem in problems:
+        print(problem, file=sys.stderr)
     return code
 
 
-def _write_metrics(path, report, code, duration, dry_run):
-    now = time.time()
-    text = metrics.render(report, code, duration, now, dry_run)
-    success = now if code in (ExitCode.HEALED,
-                              ExitCode.NOTHING_TO_HEAL) else None
-    try:
-        metrics.write(path, text, success)
-    except OSError as exc:
-        raise common.Stop(ExitCode.NEEDS_ATTENTION,
-                          'nova-heal: error: cannot write metrics file %s: '
-                          '%s' % (path, exc))
+def _write_outputs(conf, report, code, run_id, duration, dry_run):
+    """Write the plan and metrics files; return one-line problems."""
+    problems = []
+    if conf.command.plan:
+        try:
+            plan.write_plan(conf.command.plan, run_id, report.planned)
+        except OSError as exc:
+            problems.append('nova-heal: error: cannot write plan file %s: %s'
+                            % (conf.command.plan, exc))
+    if conf.command.metrics_file:
+        now = time.time()
+        text = metrics.render(report, code, duration, now, dry_run)
+        success = now if code in (ExitCode.HEALED,
+                                  ExitCode.NOTHING_TO_HEAL) else None
+        try:
+            metrics.write(conf.command.metrics_file, text, success)
+        except OSError as exc:
+            problems.append('nova-heal: error: cannot write metrics file '
+                            '%s: %s' % (conf.command.metrics_file, exc))
+    return problems

@@ -1,0 +1,779 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The audit trail: run records, ``audit``, ``revert``, plans and ``apply``.
+
+Every command runs in-process against real databases; the audit store is
+the default SQLite file under the test's state path. What the audit says
+is always checked against the rows of Nova's API database. Crashes are in
+test_audit_crash.
+"""
+
+import datetime
+import getpass
+import hashlib
+import json
+import os
+import socket
+import stat
+import uuid as uuidlib
+
+import fixtures as test_fixtures
+import sqlalchemy as sa
+
+from healreq.audit import store as audit_store
+from healreq.db import tables
+from healreq.heal import fields
+from healreq.testing import demo
+from healreq.testing import deployment as dep
+from healreq.tests.functional import fixtures
+from healreq import version
+
+HEAL_FILTERS = {'instance': None, 'cell': None, 'max_count': None,
+                'force': False, 'fields': list(fields.FIELD_NAMES)}
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+class AuditTestCase(fixtures.DeploymentTestCase):
+    """Helpers to run any command and to read the audit store."""
+
+    def run_cli(self, *argv, config_file=None):
+        return fixtures.run_main(['--config-file',
+                                  config_file or self.config_file]
+                                 + list(argv))
+
+    def run_json(self, *argv, config_file=None):
+        """Run a command with ``--format json``; return result, document."""
+        result = self.run_cli(*(list(argv) + ['--format', 'json']),
+                              config_file=config_file)
+        try:
+            return result, json.loads(result.stdout)
+        except ValueError as exc:
+            self.fail('stdout is not one JSON document (%s): %r\n%s'
+                      % (exc, result.stdout, result.stderr))
+
+    def audit_path(self):
+        return os.path.join(self.state_path, 'audit.sqlite')
+
+    def audit_url(self):
+        return 'sqlite:///%s' % self.audit_path()
+
+    def audit_runs(self):
+        """``audit list --format json``, by run id (every run)."""
+        result, runs = self.run_json('audit', 'list', '--limit', '1000')
+        self.assertEqual(0, result.code, result.stderr)
+        return {run['id']: run for run in runs}
+
+    def audit_show(self, run_id):
+        result, document = self.run_json('audit', 'show', run_id)
+        self.assertEqual(0, result.code, result.stderr)
+        return document
+
+    def changes_by_instance(self, run_id):
+        changes = self.audit_show(run_id)['changes']
+        by_instance = {c['instance_uuid']: c for c in changes}
+        self.assertEqual(len(changes), len(by_instance),
+                         'more than one change per instance: %s' % changes)
+        return by_instance
+
+    def audit_dump(self):
+        """Every value of every row of every table of the audit store."""
+        engine = sa.create_engine(self.audit_url())
+        self.addCleanup(engine.dispose)
+        metadata = sa.MetaData()
+        metadata.reflect(engine)
+        self.assertIn('changes', metadata.tables)
+        values = []
+        with engine.connect() as conn:
+            for table in metadata.sorted_tables:
+                for row in conn.execute(sa.select(table)):
+                    values.extend(str(value) for value in row)
+        return values
+
+    def state_bytes(self):
+        """The raw bytes of every file under the state path."""
+        data = b''
+        for directory, _, names in os.walk(self.state_path):
+            for name in names:
+                with open(os.path.join(directory, name), 'rb') as handle:
+                    data += handle.read()
+        return data
+
+    def heal_run(self, *args):
+        """A real heal; return its run id (checked against the report)."""
+        result, document = self.heal_json(*args)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIsNotNone(document['run_id'])
+        return document['run_id']
+
+
+class RunRecordTest(AuditTestCase):
+    """Each run of request-specs is recorded with its changes."""
+
+    def setUp(self):
+        super().setUp()
+        self.drifted = sorted([self.add_drifted(self.cell1),
+                               self.add_drifted(self.cell2)])
+        self.consistent = self.add_consistent(self.cell1)
+
+    def test_heal_is_recorded(self):
+        before = self.all_spec_texts()
+        started = fixtures.utcnow()
+        result, document = self.heal_json()
+        ended = fixtures.utcnow()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        after = self.all_spec_texts()
+        run_id = document['run_id']
+        self.assertEqual(str(uuidlib.UUID(run_id)), run_id)
+
+        run = self.audit_runs()[run_id]
+        self.assertEqual('heal', run['mode'])
+        self.assertEqual(getpass.getuser(), run['operator'])
+        self.assertEqual(socket.gethostname(), run['host'])
+        self.assertEqual(version.version_info.version_string(),
+                         run['tool_version'])
+        self.assertEqual(HEAL_FILTERS, {key: run['filters'].get(key)
+                                        for key in HEAL_FILTERS})
+        self.assertEqual(document['summary'], run['summary'])
+        self.assertEqual(2, run['summary']['healed'])
+        self.assertEqual(0, run['exit_code'])
+        self.assertEqual('nova-heal --config-file %s request-specs '
+                         '--format json' % self.config_file, run['command'])
+        started_at = datetime.datetime.fromisoformat(run['started_at'])
+        ended_at = datetime.datetime.fromisoformat(run['ended_at'])
+        self.assertLessEqual(started.replace(microsecond=0), started_at)
+        self.assertLessEqual(started_at, ended_at)
+        self.assertLessEqual(ended_at, ended)
+
+        shown = self.audit_show(run_id)
+        self.assertEqual(run_id, shown['id'])
+        changes = {c['instance_uuid']: c for c in shown['changes']}
+        self.assertEqual(self.drifted, sorted(changes))
+        cells = {self.drifted[0]: None, self.drifted[1]: None}
+        for finding in document['results']:
+            cells[finding['instance_uuid']] = finding['cell_uuid']
+        spec_ids = self.spec_ids()
+        for uuid, change in changes.items():
+            self.assertNotEqual(before[uuid], after[uuid])
+            self.assertEqual(
+                dict(instance_uuid=uuid, cell_uuid=cells[uuid],
+                     spec_id=spec_ids[uuid], state='applied', detail=None,
+                     fields=['flavor'], before=before[uuid],
+                     after=after[uuid], before_digest=sha256(before[uuid]),
+                     after_digest=sha256(after[uuid])), change)
+        self.assertEqual(
+            sorted((uuid, 'healed', ['flavor']) for uuid in self.drifted),
+            sorted((f['instance_uuid'], f['status'], f['drift'])
+                   for f in shown['findings']))
+        self.assertEqual(before[self.consistent], after[self.consistent])
+
+    def spec_ids(self):
+        t = tables.request_specs
+        with self.deployment.api_engine.connect() as conn:
+            return dict(conn.execute(
+                sa.select(t.c.instance_uuid, t.c.id)).all())
+
+    def test_text_report_names_the_recorded_run(self):
+        result = self.heal()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        lines = [line for line in result.stdout.splitlines()
+                 if line.startswith('Run id: ')]
+        self.assertEqual(1, len(lines), result.stdout)
+        run_id = lines[0].split()[2]
+        self.assertEqual('Run id: %s ("nova-heal audit show %s")'
+                         % (run_id, run_id), lines[0])
+        runs = self.audit_runs()
+        self.assertEqual([run_id], list(runs))
+        self.assertEqual('nova-heal --config-file %s request-specs'
+                         % self.config_file, runs[run_id]['command'])
+        self.assertEqual(self.drifted,
+                         sorted(self.changes_by_instance(run_id)))
+
+    def test_show_prints_a_diff_of_the_changed_fields(self):
+        run_id = self.heal_run('--instance', self.drifted[0])
+        result = self.run_cli('audit', 'show', run_id)
+        self.assertEqual(0, result.code, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual('Run %s (heal) by %s@%s, healreq %s' % (
+            run_id, getpass.getuser(), socket.gethostname(),
+            version.version_info.version_string()), lines[0])
+        self.assertIn('  command: nova-heal --config-file %s request-specs '
+                      '--format json --instance %s'
+                      % (self.config_file, self.drifted[0]), lines)
+        heading = [n for n, line in enumerate(lines)
+                   if line.startswith('Change ')]
+        self.assertEqual(1, len(heading), result.stdout)
+        self.assertRegex(lines[heading[0]], r'^Change \d+: instance %s, '
+                         r'fields flavor: applied$' % self.drifted[0])
+        diff = lines[heading[0] + 1:]
+        self.assertEqual(['    --- before', '    +++ after'], diff[:2])
+        self.assertTrue(diff[2].startswith('    @@ '), diff)
+        removed = [line[5:].strip().rstrip(',') for line in diff[3:]
+                   if line.startswith('    -')]
+        added = [line[5:].strip().rstrip(',') for line in diff[3:]
+                 if line.startswith('    +')]
+        # m1.small -> m1.large: name, id, flavorid, vcpus, memory, disk.
+        for key, small, large in (('name', '"m1.small"', '"m1.large"'),
+                                  ('flavorid', '"000002"', '"000004"'),
+                                  ('vcpus', '1', '4'),
+                                  ('memory_mb', '2048', '8192'),
+                                  ('root_gb', '20', '80')):
+            self.assertIn('"%s": %s' % (key, small), removed)
+            self.assertIn('"%s": %s' % (key, large), added)
+        # The diff is of the changed field only: the one top-level key.
+        top_level = {line[5:].split('"')[1] for line in diff[3:]
+                     if line[5:].startswith('  "')
+                     and not line[5:].startswith('   ')}
+        self.assertEqual({'flavor'}, top_level)
+        # Only the changed field is shown, not the rest of the spec.
+        self.assertNotIn('project_id', result.stdout)
+        self.assertNotIn('security_groups', result.stdout)
+        self.assertNotIn('instance_uuid', '\n'.join(diff))
+
+    def test_dry_run_is_recorded_with_its_findings(self):
+        before = self.all_spec_texts()
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(before, self.all_spec_texts())
+        run_id = document['run_id']
+        self.assertIsNotNone(run_id)
+        run = self.audit_runs()[run_id]
+        self.assertEqual('dry-run', run['mode'])
+        self.assertEqual(0, run['exit_code'])
+        self.assertEqual(document['summary'], run['summary'])
+        self.assertEqual(2, run['summary']['drifted'])
+        shown = self.audit_show(run_id)
+        self.assertEqual([], shown['changes'])
+        self.assertEqual(
+            sorted((uuid, 'drifted', 'spec-drift', ['flavor'])
+                   for uuid in self.drifted),
+            sorted((f['instance_uuid'], f['status'], f['reason'],
+                    f['drift']) for f in shown['findings']))
+
+    def test_list_text(self):
+        dry_run = self.heal_json('--dry-run')[1]['run_id']
+        result = self.run_cli('audit', 'list')
+        self.assertEqual(0, result.code, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(1, len(lines), result.stdout)
+        self.assertTrue(lines[0].startswith(dry_run + '  '), lines[0])
+        self.assertIn(' dry-run  exit 0  %s@%s  drifted 2, healed 0, '
+                      'errors 0, conflicts 0' % (getpass.getuser(),
+                                                 socket.gethostname()),
+                      lines[0])
+
+    def test_list_is_newest_first(self):
+        """``audit list --limit N`` shows the N latest runs, newest first.
+
+        Runs started within the same second must still be listed in the
+        order they were started.
+        """
+        run_ids = []
+        for uuid in self.drifted * 3:
+            result, document = self.heal_json('--dry-run', '--instance',
+                                              uuid)
+            self.assertEqual(0, result.code, result.stderr)
+            run_ids.append(document['run_id'])
+        result, runs = self.run_json('audit', 'list', '--limit', '4')
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertEqual(run_ids[::-1][:4], [run['id'] for run in runs])
+
+    def test_recorded_exit_code_is_the_commands(self):
+        """A run failing at its very end is recorded with its real code.
+
+        The plan and the metrics file are written after the heal; when
+        they cannot be, the command fails, and the audit must not say the
+        run exited 0. A missing directory is not an unexpected error.
+        """
+        missing = os.path.join(
+            self.useFixture(test_fixtures.TempDir()).path, 'missing')
+        outcomes = []
+        for option in ('--plan', '--metrics-file'):
+            known = set(self.audit_runs())
+            result = self.heal('--dry-run', option,
+                               os.path.join(missing, 'file'))
+            runs = self.audit_runs()
+            new = set(runs) - known
+            self.assertEqual(1, len(new), option)
+            outcomes.append((option, result.code, runs[new.pop()][
+                'exit_code']))
+        # (option, exit code, exit code recorded)
+        self.assertEqual([(o, code, code) for o, code, _ in outcomes],
+                         outcomes)
+        self.assertEqual([], [(o, code) for o, code, _ in outcomes
+                              if code in (0, 255)])
+
+    def test_show_unknown_run(self):
+        result = self.run_cli('audit', 'show', str(uuidlib.uuid4()))
+        self.assertEqual(127, result.code)
+        self.assertIn('no run', result.stderr)
+
+    def test_list_invalid_limit(self):
+        result = self.run_cli('audit', 'list', '--limit', '0')
+        self.assertEqual(127, result.code)
+
+    def test_no_credentials_in_the_audit(self):
+        """Nothing the audit stores holds a password of the config.
+
+        The API database URL (with a password on MySQL), the transport
+        URL and an unreachable cell's URL carry passwords; a second
+        configuration points at an unreachable API database whose URL
+        holds a password, so that its error is recorded.
+        """
+        secrets = ['Rabbit-S3cret-4c1e', 'Cell-S3cret-9d2f',
+                   'Api-S3cret-71ab']
+        api_password = self.deployment.api_engine.url.password
+        if api_password:
+            secrets.append(api_password)
+        self.deployment.add_cell(
+            'cell3', 'mysql+pymysql://nova:%s@127.0.0.1:9/nova'
+            % secrets[1], create_schema=False)
+        api_url = self.deployment.api_engine.url.render_as_string(
+            hide_password=False)
+        config = self.write_config_text(
+            '[DEFAULT]\ntransport_url = rabbit://nova:%s@mq:5672/\n'
+            '[api_database]\nconnection = %s\n'
+            '[database]\nconnection = %s\n'
+            '[healreq]\nskip_updated_within = 60\n'
+            % (secrets[0], api_url, self.db.reference_url()))
+        broken = self.write_config_text(
+            '[api_database]\nconnection = '
+            'mysql+pymysql://nova:%s@127.0.0.1:9/nova_api\n' % secrets[2])
+        with open(config) as handle:
+            text = handle.read()
+        for secret in secrets[:1] + secrets[3:]:
+            self.assertIn(secret, text)
+
+        codes = [self.heal('--dry-run', config_file=config).code,
+                 self.heal(config_file=config).code,
+                 self.heal('--dry-run', config_file=broken).code]
+        self.assertEqual([2, 2, 2], codes)
+        runs = self.audit_runs()
+        self.assertEqual(3, len(runs))
+        error = [r for r in runs.values() if 'error' in r['summary']]
+        self.assertEqual(1, len(error), runs)
+        self.assertIn('API database', error[0]['summary']['error'])
+        heal = [r for r in runs.values() if r['mode'] == 'heal']
+        self.assertEqual(2, heal[0]['summary']['healed'])
+        self.assertEqual(1, heal[0]['summary']['cells_failed'])
+        revert = self.run_cli('revert', heal[0]['id'], config_file=config)
+        self.assertEqual(0, revert.code, revert.stdout + revert.stderr)
+
+        dump = '\n'.join(self.audit_dump())
+        self.assertIn(heal[0]['id'], dump)
+        raw = self.state_bytes()
+        for secret in secrets:
+            self.assertNotIn(secret, dump)
+            self.assertNotIn(secret.encode('utf-8'), raw)
+
+
+class AuditFileTest(AuditTestCase):
+    """The SQLite audit store is readable by its owner only."""
+
+    def assertMode(self, mode, path):
+        self.assertEqual(oct(mode), oct(stat.S_IMODE(os.stat(path).st_mode)))
+
+    def test_created_owner_only(self):
+        self.add_drifted(self.cell1)
+        parent = self.useFixture(test_fixtures.TempDir()).path
+        state = os.path.join(parent, 'nova-heal', 'state')
+        self.useFixture(test_fixtures.EnvironmentVariable(
+            'OS_HEALREQ__STATE_PATH', state))
+        # A permissive umask must not widen the modes.
+        previous = os.umask(0)
+        try:
+            result = self.heal()
+        finally:
+            os.umask(previous)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertMode(0o700, state)
+        self.assertMode(0o600, os.path.join(state, 'audit.sqlite'))
+        for name in os.listdir(state):
+            self.assertMode(0o600, os.path.join(state, name))
+
+    def test_existing_file_made_owner_only(self):
+        self.add_drifted(self.cell1)
+        path = self.audit_path()
+        with open(path, 'w'):
+            pass
+        os.chmod(path, 0o644)
+        result = self.heal()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertMode(0o600, path)
+        self.assertEqual(1, len(self.audit_runs()))
+
+
+class RevertTest(AuditTestCase):
+    """``revert`` puts back exactly what a run replaced, audited."""
+
+    def setUp(self):
+        super().setUp()
+        self.first = self.add_drifted(self.cell1)
+        self.second = self.add_drifted(self.cell2)
+        self.third = self.deployment.add_instance(
+            self.cell1, demo.A2_MEDIUM, spec_flavor=demo.E2_MEDIUM,
+            new=demo.E2_MEDIUM)
+        self.add_consistent(self.cell2)
+        self.originals = self.all_spec_texts()
+
+    def test_revert_restores_the_rows(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        changed = {u for u in healed if healed[u] != self.originals[u]}
+        self.assertEqual({self.first, self.second, self.third}, changed)
+
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual(
+            sorted((u, 'healed', 'recorded-change') for u in changed),
+            sorted((r['instance_uuid'], r['status'], r['reason'])
+                   for r in document['results']))
+
+        revert_run = document['run_id']
+        self.assertNotEqual(heal_run, revert_run)
+        run = self.audit_runs()[revert_run]
+        self.assertEqual('revert', run['mode'])
+        self.assertEqual({'revert_of': heal_run, 'instance': None},
+                         run['filters'])
+        self.assertEqual(0, run['exit_code'])
+        self.assertEqual(3, run['summary']['healed'])
+        self.assertEqual('nova-heal --config-file %s revert %s --format '
+                         'json' % (self.config_file, heal_run),
+                         run['command'])
+        changes = self.changes_by_instance(revert_run)
+        self.assertEqual(changed, set(changes))
+        for uuid, change in changes.items():
+            self.assertEqual(
+                ('applied', healed[uuid], self.originals[uuid],
+                 sha256(healed[uuid]), sha256(self.originals[uuid])),
+                (change['state'], change['before'], change['after'],
+                 change['before_digest'], change['after_digest']))
+
+        # Reverting again finds every row changed since: left alone.
+        again = self.run_cli('revert', heal_run)
+        self.assertEqual(3, again.code, again.stdout + again.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def test_revert_one_instance(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        result, document = self.run_json('revert', heal_run, '--instance',
+                                         self.second.upper())
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        expected = dict(healed)
+        expected[self.second] = self.originals[self.second]
+        self.assertEqual(expected, self.all_spec_texts())
+        revert_run = document['run_id']
+        self.assertEqual([self.second],
+                         list(self.changes_by_instance(revert_run)))
+        self.assertEqual({'revert_of': heal_run, 'instance': self.second},
+                         self.audit_runs()[revert_run]['filters'])
+
+    def test_revert_dry_run_writes_nothing(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        result, document = self.run_json('revert', heal_run, '--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(healed, self.all_spec_texts())
+        self.assertEqual(3, document['summary']['drifted'])
+        self.assertEqual(0, document['summary']['healed'])
+        shown = self.audit_show(document['run_id'])
+        self.assertEqual([], shown['changes'])
+        self.assertEqual(3, len(shown['findings']))
+        # The dry run changed nothing a real revert relies on.
+        result = self.run_cli('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def test_row_changed_since_is_left_alone(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        nova = json.dumps(dep.request_spec(self.first, demo.M1_LARGE),
+                          indent=1)
+        self.deployment.set_spec(self.first, nova)
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        expected = dict(self.originals)
+        expected[self.first] = nova
+        self.assertEqual(expected, self.all_spec_texts())
+        conflicts = [(r['instance_uuid'], r['reason'])
+                     for r in document['results']
+                     if r['status'] == 'conflict']
+        self.assertEqual([(self.first, 'spec-changed')], conflicts)
+        revert_run = document['run_id']
+        changes = self.changes_by_instance(revert_run)
+        self.assertEqual({self.second, self.third}, set(changes))
+        self.assertEqual({'applied'}, {c['state'] for c in changes.values()})
+        self.assertEqual(3, self.audit_runs()[revert_run]['exit_code'])
+        self.assertNotEqual(nova, healed[self.first])
+
+    def test_instance_busy_is_left_alone(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        self.update_instance(self.cell1, self.first,
+                             task_state='resize_migrating')
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        self.assertEqual(healed[self.first],
+                         self.deployment.spec_text(self.first))
+        self.assertEqual(self.originals[self.second],
+                         self.deployment.spec_text(self.second))
+        self.assertIn((self.first, 'conflict', 'task-in-progress'),
+                      [(r['instance_uuid'], r['status'], r['reason'])
+                       for r in document['results']])
+
+    def test_unknown_run(self):
+        self.heal_run()
+        healed = self.all_spec_texts()
+        for run_id in (str(uuidlib.uuid4()), 'not-a-run'):
+            result = self.run_cli('revert', run_id)
+            self.assertEqual(127, result.code, result.stdout + result.stderr)
+            self.assertIn('no run %s' % run_id, result.stderr)
+        self.assertEqual(healed, self.all_spec_texts())
+
+    def test_revert_of_a_dry_run(self):
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stderr)
+        result = self.run_cli('revert', document['run_id'])
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def test_revert_of_a_revert(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        result = self.run_cli('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(healed, self.all_spec_texts())
+
+
+class PlanApplyTest(AuditTestCase):
+    """``request-specs --dry-run --plan`` and ``apply`` of the plan."""
+
+    def setUp(self):
+        super().setUp()
+        self.first = self.add_drifted(self.cell1)
+        self.second = self.add_drifted(self.cell2)
+        self.third = self.deployment.add_instance(
+            self.cell2, demo.A2_MEDIUM, spec_flavor=demo.E2_MEDIUM,
+            new=demo.E2_MEDIUM)
+        self.drifted = {self.first, self.second, self.third}
+        self.add_consistent(self.cell1)
+        self.originals = self.all_spec_texts()
+        self.plan_path = os.path.join(
+            self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
+
+    def write_plan(self):
+        result, document = self.heal_json('--dry-run', '--plan',
+                                          self.plan_path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+        with open(self.plan_path) as handle:
+            return document['run_id'], json.load(handle)
+
+    def test_plan_holds_what_a_heal_writes(self):
+        plan_run, plan = self.write_plan()
+        self.assertEqual(
+            0o600, stat.S_IMODE(os.stat(self.plan_path).st_mode))
+        self.assertEqual(['plan.json'],
+                         os.listdir(os.path.dirname(self.plan_path)))
+        self.assertEqual('healreq-plan/1', plan['format'])
+        self.assertEqual(plan_run, plan['run_id'])
+        self.assertEqual('dry-run', self.audit_runs()[plan_run]['mode'])
+        changes = {c['instance_uuid']: c for c in plan['changes']}
+        self.assertEqual(self.drifted, set(changes))
+        cells = {self.first: self.cell1.uuid, self.second: self.cell2.uuid,
+                 self.third: self.cell2.uuid}
+        for uuid, change in changes.items():
+            self.assertEqual(self.originals[uuid], change['before'])
+            self.assertEqual(sha256(change['before']),
+                             change['before_digest'])
+            self.assertEqual(sha256(change['after']), change['after_digest'])
+            self.assertEqual(cells[uuid], change['cell_uuid'])
+            self.assertEqual(['flavor'], change['fields'])
+
+        # The plan holds exactly what a real heal writes.
+        self.heal_run()
+        healed = self.all_spec_texts()
+        for uuid, change in changes.items():
+            self.assertEqual(healed[uuid], change['after'])
+
+    def test_apply(self):
+        plan_run, plan = self.write_plan()
+        result, document = self.run_json('apply', self.plan_path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        expected = dict(self.originals)
+        for change in plan['changes']:
+            expected[change['instance_uuid']] = change['after']
+        self.assertEqual(expected, self.all_spec_texts())
+        self.assertEqual(
+            sorted((u, 'healed') for u in self.drifted),
+            sorted((r['instance_uuid'], r['status'])
+                   for r in document['results']))
+
+        apply_run = document['run_id']
+        run = self.audit_runs()[apply_run]
+        self.assertEqual('apply', run['mode'])
+        self.assertEqual({'plan': self.plan_path, 'plan_run': plan_run},
+                         run['filters'])
+        self.assertEqual(0, run['exit_code'])
+        changes = self.changes_by_instance(apply_run)
+        for change in plan['changes']:
+            recorded = changes[change['instance_uuid']]
+            self.assertEqual(
+                ('applied', change['before'], change['after'],
+                 change['before_digest'], change['after_digest']),
+                (recorded['state'], recorded['before'], recorded['after'],
+                 recorded['before_digest'], recorded['after_digest']))
+
+        # Nothing is left to heal, and the same plan applies no more.
+        self.assertEqual(4, self.heal('--dry-run').code)
+        again = self.run_cli('apply', self.plan_path)
+        self.assertEqual(3, again.code, again.stdout + again.stderr)
+        self.assertEqual(expected, self.all_spec_texts())
+
+    def test_apply_after_revert_writes_the_same_rows(self):
+        """Plan, heal, revert the heal, apply the plan: same rows."""
+        self.write_plan()
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        self.assertEqual(0, self.run_cli('revert', heal_run).code)
+        self.assertEqual(self.originals, self.all_spec_texts())
+        result = self.run_cli('apply', self.plan_path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(healed, self.all_spec_texts())
+
+    def test_row_changed_after_the_plan(self):
+        self.write_plan()
+        nova = json.dumps(dep.request_spec(self.first, demo.M1_LARGE))
+        self.deployment.set_spec(self.first, nova)
+        # A change MySQL's PAD SPACE collation would not see.
+        padded = self.originals[self.second] + ' '
+        self.deployment.set_spec(self.second, padded)
+        result, document = self.run_json('apply', self.plan_path)
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        self.assertEqual(nova, self.deployment.spec_text(self.first))
+        self.assertEqual(padded, self.deployment.spec_text(self.second))
+        self.assertNotEqual(self.originals[self.third],
+                            self.deployment.spec_text(self.third))
+        self.assertEqual(
+            sorted([(self.first, 'conflict', 'spec-changed'),
+                    (self.second, 'conflict', 'spec-changed'),
+                    (self.third, 'healed', 'recorded-change')]),
+            sorted((r['instance_uuid'], r['status'], r['reason'])
+                   for r in document['results']))
+        self.assertEqual([self.third],
+                         list(self.changes_by_instance(document['run_id'])))
+
+    def test_task_started_after_the_plan(self):
+        self.write_plan()
+        self.update_instance(self.cell2, self.second, task_state='migrating')
+        result, document = self.run_json('apply', self.plan_path)
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals[self.second],
+                         self.deployment.spec_text(self.second))
+        self.assertIn((self.second, 'conflict', 'task-in-progress'),
+                      [(r['instance_uuid'], r['status'], r['reason'])
+                       for r in document['results']])
+        changes = self.changes_by_instance(document['run_id'])
+        self.assertEqual({self.first, self.third}, set(changes))
+
+    def test_edited_plan(self):
+        self.write_plan()
+        with open(self.plan_path) as handle:
+            plan = json.load(handle)
+        change = plan['changes'][0]
+        change['after'] = change['after'].replace('"m1.large"',
+                                                  '"m1.xlarge"')
+        self.assertNotEqual(sha256(change['after']), change['after_digest'])
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        runs = set(self.audit_runs())
+        result = self.run_cli('apply', self.plan_path)
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+        self.assertIn('was edited', result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual(runs, set(self.audit_runs()))
+
+    def test_edited_before_value(self):
+        self.write_plan()
+        with open(self.plan_path) as handle:
+            plan = json.load(handle)
+        plan['changes'][1]['before'] += ' '
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        result = self.run_cli('apply', self.plan_path)
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def test_not_a_plan(self):
+        directory = os.path.dirname(self.plan_path)
+        documents = {'config': None,
+                     'other.json': {'format': 'healreq-plan/2',
+                                    'changes': []},
+                     'list.json': [],
+                     'truncated.json': '{"format": "healreq-plan/1", ',
+                     'malformed.json': {'format': 'healreq-plan/1',
+                                        'changes': [{'before': 'x'}]}}
+        for name, document in documents.items():
+            path = os.path.join(directory, name)
+            if name == 'config':
+                path = self.config_file
+            elif isinstance(document, str):
+                with open(path, 'w') as handle:
+                    handle.write(document)
+            else:
+                with open(path, 'w') as handle:
+                    json.dump(document, handle)
+            result = self.run_cli('apply', path)
+            self.assertEqual(127, result.code,
+                             '%s: %s' % (name, result.stdout + result.stderr))
+        missing = self.run_cli('apply', os.path.join(directory, 'missing'))
+        self.assertEqual(127, missing.code)
+        self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual({}, self.audit_runs())
+
+    def test_plan_requires_dry_run(self):
+        result = self.heal('--plan', self.plan_path)
+        self.assertEqual(127, result.code)
+        self.assertFalse(os.path.exists(self.plan_path))
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+
+class AuditStoreTest(AuditTestCase):
+    """The store records what the command line reports, on any backend."""
+
+    def test_audit_connection(self):
+        """[healreq]/audit_connection puts the store in another database."""
+        uuid = self.add_drifted(self.cell1)
+        url = self.db.database_url('audit')
+        config = self.write_config('audit_connection = %s\n' % url)
+        result, document = self.heal_json(config_file=config)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertFalse(os.path.exists(self.audit_path()))
+        store = audit_store.AuditStore(url)
+        self.addCleanup(store.dispose)
+        changes = store.changes(document['run_id'])
+        self.assertEqual([(uuid, 'applied')],
+                         [(c['instance_uuid'], c['state']) for c in changes])
+        self.assertEqual(self.deployment.spec_text(uuid),
+                         changes[0]['after_text'])
+        result, shown = self.run_json('audit', 'show', document['run_id'],
+                                      config_file=config)
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertEqual([uuid],
+                         [c['instance_uuid'] for c in shown['changes']])
