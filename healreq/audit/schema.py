@@ -18,10 +18,12 @@ brings any older store up to SCHEMA_VERSION in place, so operators never
 run a migration by hand.
 """
 
+import datetime
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Spec texts are MEDIUMTEXT in Nova's API database; keep the same room.
 _LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
@@ -99,8 +101,27 @@ def upgrade(engine):
         if version is None:
             conn.execute(audit_schema.insert().values(
                 version=SCHEMA_VERSION))
-        elif version > SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
             raise SchemaTooNew(
                 'the audit store has schema version %d; this healreq knows '
                 'up to %d' % (version, SCHEMA_VERSION))
-        # Future versions: apply each step from ``version`` up here.
+        for step in range(version, SCHEMA_VERSION):
+            _STEPS[step](conn)
+        conn.execute(audit_schema.update().values(version=SCHEMA_VERSION))
+
+
+def _add_started_ns(conn):
+    """Version 1 -> 2: runs.started_ns orders runs of the same second."""
+    conn.execute(sa.text('ALTER TABLE runs ADD COLUMN started_ns BIGINT'))
+    for run_id, started_at in conn.execute(
+            sa.select(runs.c.id, runs.c.started_at)).all():
+        seconds = (started_at - datetime.datetime(1970, 1, 1)).total_seconds()
+        conn.execute(runs.update().where(runs.c.id == run_id).values(
+            started_ns=int(seconds) * 10 ** 9))
+    conn.execute(sa.text('CREATE INDEX runs_started_ns_idx '
+                         'ON runs (started_ns)'))
+
+
+# The step that upgrades from each version to the next.
+_STEPS = {1: _add_started_ns}

@@ -238,10 +238,10 @@ def _current_flavor(record):
         raise _Stop(Status.ERROR, 'instance-flavor-missing',
                     'instance_extra.flavor is NULL')
     try:
-        flavors = flavor_obj.parse_instance_flavors(text)
+        flavors = fields.instance_flavors(text)
     except primitive.PrimitiveError as exc:
         raise _Stop(Status.ERROR, 'instance-flavor-unparsable', str(exc))
-    current = flavor_obj.parse(flavors['cur'], 'cur')
+    current = flavors.key('cur')
     instance = record.instance
     mismatched = []
     if (instance['instance_type_id'] is not None
@@ -257,7 +257,7 @@ def _current_flavor(record):
                     'instances row disagrees with instance_extra.flavor'
                     "['cur'] %s: %s" % (flavor_obj.label(current),
                                         '; '.join(mismatched)))
-    return fields.InstanceFlavors(flavors)
+    return flavors
 
 
 def _note_leftovers(current, record, finding):

@@ -368,6 +368,12 @@ class Engine(object):
                                        self.options.settings, self.profile)
                        for record in records]
         self._explain_drift(engine, records, evaluations, cell, now)
+        # Instances about to be written are read again, all at once, right
+        # before their writes: a decision is only acted upon if it still
+        # holds for the records as they are now.
+        fresh = self._reread(engine, [
+            record for record, evaluation in zip(records, evaluations)
+            if evaluation.finding.status is Status.DRIFTED])
         processed = len(records)
         listed = []
         for position, (record, evaluation) in enumerate(
@@ -377,7 +383,8 @@ class Engine(object):
                 break
             finding = evaluation.finding
             if finding.status is Status.DRIFTED and not self._heal(
-                    cell, engine, record, evaluation, sink):
+                    cell, record, fresh[record.instance['uuid']], evaluation,
+                    sink):
                 processed = position
                 break
             report.count(finding)
@@ -431,13 +438,12 @@ class Engine(object):
         with self._lock:
             self._would_heal -= 1
 
-    def _heal(self, cell, engine, record, evaluation, sink):
+    def _heal(self, cell, record, fresh, evaluation, sink):
         """Re-check the instance, then compare-and-swap its spec.
 
         Returns False, touching nothing, when --max-count is used up.
         """
         finding = evaluation.finding
-        fresh = self._reread(engine, record)
         again = checks.evaluate(fresh, cell, self._clock(),
                                 self.options.settings, self.profile)
         if again.new_spec != evaluation.new_spec:
@@ -479,16 +485,24 @@ class Engine(object):
                               'read; left alone, run again to re-check')
         return True
 
-    def _reread(self, engine, record):
-        uuid = record.instance['uuid']
+    def _reread(self, engine, records):
+        """Fresh copies of ``records`` (by uuid) from the cell database."""
+        if not records:
+            return {}
+        uuids = [record.instance['uuid'] for record in records]
         with engine.connect() as conn:
-            instance = cell_queries.get_instances(conn, [uuid]).get(uuid)
-        rows = self._read_cell_rows(engine, [uuid])
-        if instance is None:
-            instance = dict(record.instance, deleted=-1)
-        return dataclasses.replace(
-            record, instance=instance,
-            **{name: found.get(uuid, []) for name, found in rows.items()})
+            instances = cell_queries.get_instances(conn, uuids)
+        rows = self._read_cell_rows(engine, uuids)
+        fresh = {}
+        for record in records:
+            uuid = record.instance['uuid']
+            # An instance archived meanwhile reads as deleted.
+            instance = instances.get(uuid) or dict(record.instance,
+                                                   deleted=-1)
+            fresh[uuid] = dataclasses.replace(
+                record, instance=instance,
+                **{name: found.get(uuid, []) for name, found in rows.items()})
+        return fresh
 
     @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
     def _swap(self, spec_row, new_spec):

@@ -22,6 +22,7 @@ FIELD_NAMES is the order of checks and of the report.
 """
 
 import dataclasses
+import functools
 
 from healreq.heal.findings import FieldChange
 from healreq.objects import flavor as flavor_obj
@@ -91,13 +92,28 @@ class Inputs:
             raise error
         return value
 
+    def _image_key(self):
+        """The derivation cache key, or None if a value is unhashable."""
+        key = (tuple(sorted((self.system_metadata or {}).items())),
+               self.instance['image_ref'])
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
     def image(self):
-        """The image Nova derives from system metadata (from_instance)."""
+        """The image Nova derives from system metadata (from_instance).
+
+        Shared between instances with the same image: treat as read-only.
+        """
         def derive():
+            key = self._image_key()
             try:
-                return image_obj.image_from_system_metadata(
-                    self.system_metadata or {},
-                    self.instance['image_ref'])
+                if key is None:
+                    return image_obj.image_from_system_metadata(
+                        self.system_metadata or {}, self.instance['image_ref'])
+                return _derive_image(*key)
             except image_obj.ImageMetaError as exc:
                 raise DerivationError(
                     'instance-image-invalid',
@@ -110,11 +126,16 @@ class Inputs:
         def derive():
             current = self.flavors.primitives['cur'][primitive.DATA]
             key = self.flavors.key('cur')
+            image = self.image()  # an invalid image is reported first
+            image_key = self._image_key()
+            specs = current.get('extra_specs') or {}
             try:
-                return numa_obj.constraints(
-                    key['vcpus'], key['memory_mb'],
-                    current.get('extra_specs') or {},
-                    self.image()['properties'])
+                if image_key is None:
+                    return numa_obj.constraints(
+                        key['vcpus'], key['memory_mb'], specs,
+                        image['properties'])
+                return _derive_numa(key['vcpus'], key['memory_mb'],
+                                    tuple(sorted(specs.items())), image_key)
             except numa_obj.ConstraintError as exc:
                 raise DerivationError(
                     'numa-constraints-invalid',
@@ -135,6 +156,32 @@ class Inputs:
         if self.root_bdm is not None:
             return self.root_bdm['destination_type'] == 'volume'
         return not self.instance['image_ref']
+
+
+# Many instances share a flavor and an image, and the derivations are pure
+# functions of them: each distinct input is derived once (bounded caches).
+@functools.lru_cache(maxsize=4096)
+def _derive_image(system_metadata_items, image_ref):
+    return image_obj.image_from_system_metadata(dict(system_metadata_items),
+                                                image_ref)
+
+
+@functools.lru_cache(maxsize=4096)
+def _derive_numa(vcpus, memory_mb, extra_specs_items, image_key):
+    return numa_obj.constraints(vcpus, memory_mb, dict(extra_specs_items),
+                                _derive_image(*image_key)['properties'])
+
+
+def instance_flavors(text):
+    """Parse ``instance_extra.flavor`` text (cached; read-only result)."""
+    if isinstance(text, bytearray):
+        text = bytes(text)
+    return _instance_flavors(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _instance_flavors(text):
+    return InstanceFlavors(flavor_obj.parse_instance_flavors(text))
 
 
 def _spec_can_hold(spec, field, profile):
@@ -191,6 +238,8 @@ def check_image(spec, inputs, profile):
         # Another image (a rebuild Nova did not record): take the image as
         # Nova itself rebuilds it from the instance (image_property set).
         wanted = derived
+    if stored is not None and not image_obj.differing_fields(stored, wanted):
+        return None
     healed, written = _image_primitive(wanted, stored_primitive, profile)
     # Compare with what would be stored, read back: a property the
     # writable version cannot hold must not drift forever.
@@ -259,6 +308,8 @@ def check_numa_topology(spec, inputs, profile):
         if stored is None and 'numa_topology' in spec.data:
             return None
         return FieldChange('numa_topology', before, 'none'), None
+    if stored == derived:
+        return None
     healed = _numa_primitive(derived, stored_primitive, profile)
     # Compare with what would be stored, read back: a legacy version may
     # not express the derived value exactly, and must not drift forever.
