@@ -1,0 +1,356 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Benchmark ``nova-heal request-specs --dry-run`` against a floor and a
+naive per-instance script on a MySQL/MariaDB deployment.
+
+Usage (from a virtualenv where healreq is installed)::
+
+    python benchmarks/run.py --instances 20000
+
+Builds (or reuses) the deployment, then runs the contenders alternately,
+each in a fresh process, ``--rounds`` times; prints instances per second,
+the ratios and the tool's peak RSS, and writes them to ``--output``. See
+benchmarks/README.rst.
+"""
+
+import argparse
+import datetime
+from importlib import metadata
+import json
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import sqlalchemy as sa
+
+import build
+from healreq.conf import healreq as healreq_conf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CONTENDERS = ('tool', 'floor', 'naive')
+DEFAULT_NAIVE_SAMPLE = 20000
+TARGET_FLOOR_RATIO = 1.5
+TARGET_NAIVE_RATIO = 20.0
+
+
+class Failure(Exception):
+    """A contender failed or produced wrong results."""
+
+
+def _nova_heal():
+    beside = os.path.join(os.path.dirname(sys.executable), 'nova-heal')
+    if os.path.exists(beside):
+        return [beside]
+    found = shutil.which('nova-heal')
+    if found:
+        return [found]
+    return [sys.executable, '-m', 'healreq.cmd.heal']
+
+
+def _default_batch_size():
+    for opt in healreq_conf.healreq_opts:
+        if opt.name == 'batch_size':
+            return opt.default
+    return 200
+
+
+def measure(argv):
+    """Run ``argv``; return wall seconds, peak RSS (KiB), code and output.
+
+    The command is started through ``measure.py``, a bare interpreter
+    that times it and reads its own peak RSS with ``wait4`` (see there).
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(suffix='.json') as figures:
+        subprocess.run([sys.executable, '-I', '-S',
+                        os.path.join(HERE, 'measure.py'), figures.name]
+                       + list(argv), stdout=out, stderr=err, cwd=REPO,
+                       check=True)
+        with open(figures.name) as handle:
+            result = json.load(handle)
+        out.seek(0)
+        err.seek(0)
+        result.update(stdout=out.read().decode('utf-8', 'replace'),
+                      stderr=err.read().decode('utf-8', 'replace'))
+        return result
+
+
+def _document(result, name):
+    try:
+        return json.loads(result['stdout'])
+    except ValueError:
+        raise Failure('%s: exit code %d, stdout is not JSON:\n%s\n%s' % (
+            name, result['code'], result['stdout'][-2000:],
+            result['stderr'][-2000:]))
+
+
+def check_tool(result, instances, drifted):
+    document = _document(result, 'tool')
+    summary = document.get('summary', {})
+    expected = dict(instances_checked=instances, drifted=drifted,
+                    consistent=instances - drifted, healed=0, skipped=0,
+                    errors=0, conflicts=0, cells_failed=0)
+    wrong = {key: summary.get(key) for key, value in expected.items()
+             if summary.get(key) != value}
+    if result['code'] != 0 or wrong or document.get('dry_run') is not True:
+        raise Failure('tool: exit code %d (expected 0), summary %s differs '
+                      'from %s\n%s' % (result['code'], wrong, expected,
+                                       result['stderr'][-2000:]))
+
+
+def check_floor(result, instances):
+    document = _document(result, 'floor')
+    if (result['code'] != 0 or document.get('instances') != instances
+            or document.get('documents') != 3 * instances):
+        raise Failure('floor: exit code %d, read %s (expected %d instances)'
+                      % (result['code'], document, instances))
+
+
+def check_naive(result, sample, mismatches):
+    document = _document(result, 'naive')
+    if (result['code'] != 0 or document.get('instances') != sample
+            or document.get('flavor_mismatches') != mismatches):
+        raise Failure('naive: exit code %d, got %s (expected %d instances, '
+                      '%d flavor mismatches)' % (result['code'], document,
+                                                 sample, mismatches))
+
+
+def naive_sample(instances, requested):
+    """Positions the naive contender processes: the first of each cell."""
+    split = build.cell_split(instances)
+    if not requested or requested >= instances:
+        return [p for positions in split for p in positions]
+    chosen = []
+    for index, positions in enumerate(split):
+        share = (requested // len(split)
+                 + (1 if index < requested % len(split) else 0))
+        chosen.extend(positions[:share])
+    return chosen
+
+
+def _versions(api_url):
+    engine = sa.create_engine(api_url)
+    try:
+        with engine.connect() as conn:
+            server = conn.exec_driver_sql('SELECT VERSION()').scalar()
+    finally:
+        engine.dispose()
+    return server
+
+
+def _healreq_revision():
+    try:
+        head = subprocess.run(
+            ['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
+            capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(
+            ['git', 'status', '--porcelain', '--', 'healreq'], cwd=REPO,
+            capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'unknown'
+    return head + (' with uncommitted changes under healreq/' if dirty
+                   else '')
+
+
+def _mib(kib):
+    return kib / 1024.0
+
+
+def report(args, deployment, runs, sample_size, server, loads):
+    meta = deployment['meta']
+    instances = args.instances
+    split = build.cell_split(instances)
+    median = {name: statistics.median(r['wall'] for r in runs[name])
+              for name in CONTENDERS}
+    counted = dict(tool=instances, floor=instances, naive=sample_size)
+    rate = {name: counted[name] / median[name] for name in CONTENDERS}
+    peak = {name: max(r['rss_kib'] for r in runs[name])
+            for name in CONTENDERS}
+    floor_ratio = median['tool'] / median['floor']
+    naive_ratio = rate['tool'] / rate['naive']
+    drifted = deployment['drifted']
+    lines = [
+        'nova-heal request-specs --dry-run benchmark',
+        '',
+        'date          %s' % datetime.datetime.now(
+            datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
+        'instances     %d (cell1 %d, cell2 %d), %d drifted (%.1f%%): %s'
+        % (instances, len(split[0]), len(split[1]), drifted,
+           100.0 * drifted / instances,
+           ', '.join('%s %d' % item for item in sorted(
+               json.loads(meta['drift_kinds']).items()))),
+        'spec size     %s bytes on average' % meta['spec_bytes_avg'],
+        'rounds        %d, alternating tool, floor, naive; medians below'
+        % args.rounds,
+        'batch size    %d' % args.batch_size,
+        'naive sample  %d instances%s' % (
+            sample_size, '' if sample_size == instances else
+            ' (the first of each cell; its per-instance rate is compared)'),
+        'MariaDB       %s' % server,
+        'Python        %s; SQLAlchemy %s; PyMySQL %s; %d CPUs'
+        % (platform.python_version(), metadata.version('SQLAlchemy'),
+           metadata.version('PyMySQL'), os.cpu_count() or 0),
+        'healreq       %s' % _healreq_revision(),
+        'load average  %.2f before the rounds, %.2f after (1 minute)'
+        % loads,
+        'deployment    %s (built in %s s)' % (
+            'reused' if deployment['reused'] else 'built by this run',
+            meta['build_seconds']),
+        '',
+        '%-8s %10s %12s %12s %13s  %s' % (
+            'contender', 'instances', 'wall s', 'instances/s',
+            'peak RSS MiB', 'wall s per round'),
+    ]
+    for name in CONTENDERS:
+        lines.append('%-9s %10d %12.2f %12.0f %13.1f  %s' % (
+            name, counted[name], median[name], rate[name],
+            _mib(peak[name]),
+            ' '.join('%.2f' % r['wall'] for r in runs[name])))
+    lines += [
+        '',
+        'tool / floor wall time   %.2fx (target <= %.1fx); per round %s'
+        % (floor_ratio, TARGET_FLOOR_RATIO, ' '.join(
+            '%.2f' % (tool['wall'] / floor['wall'])
+            for tool, floor in zip(runs['tool'], runs['floor']))),
+        'naive / tool wall time   %.1fx (target >= %.0fx; from instances/s)'
+        % (naive_ratio, TARGET_NAIVE_RATIO),
+        'tool peak RSS            %.1f MiB' % _mib(peak['tool']),
+    ]
+    return '\n'.join(lines) + '\n'
+
+
+def profile_tool(tool_argv, path):
+    """Run the tool once under cProfile; print its top functions."""
+    if tool_argv[0] == sys.executable:
+        tool_argv = tool_argv[1:]  # -m healreq.cmd.heal ...
+    result = measure([sys.executable, '-m', 'cProfile', '-o', path]
+                     + tool_argv)
+    if result['code'] != 0:
+        raise Failure('tool under cProfile: exit code %d\n%s'
+                      % (result['code'], result['stderr'][-2000:]))
+    print('\nProfile of one tool run (%.1f s under cProfile), %s:'
+          % (result['wall'], path))
+    stats = pstats.Stats(path)
+    for order in ('tottime', 'cumulative'):
+        print('\nTop functions by %s:' % order)
+        stats.sort_stats(order).print_stats(25)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Benchmark nova-heal request-specs --dry-run against '
+                    'a floor and a naive script (see benchmarks/'
+                    'README.rst).')
+    parser.add_argument('--instances', type=int, default=20000,
+                        help='Instances in the deployment (default 20000).')
+    parser.add_argument('--rounds', type=int, default=3,
+                        help='Alternating rounds of the three contenders '
+                             '(default 3); medians are reported.')
+    parser.add_argument('--batch-size', type=int,
+                        help='Instances per batch, for the tool and the '
+                             'floor (default: the tool\'s default).')
+    parser.add_argument('--naive-sample', type=int,
+                        default=DEFAULT_NAIVE_SAMPLE,
+                        help='Instances the naive script processes (the '
+                             'first of each cell; 0: all; default %d).'
+                             % DEFAULT_NAIVE_SAMPLE)
+    parser.add_argument('--output',
+                        help='Results file (default: benchmarks/'
+                             'results-<N>.txt).')
+    parser.add_argument('--rebuild', action='store_true',
+                        help='Rebuild the deployment even if it exists.')
+    parser.add_argument('--profile', metavar='FILE',
+                        help='Afterwards, run the tool once under cProfile, '
+                             'save the stats to FILE and print its top '
+                             'functions.')
+    args = parser.parse_args(argv)
+    if args.instances < 2 or args.rounds < 1:
+        parser.error('--instances must be at least 2, --rounds at least 1')
+    args.batch_size = args.batch_size or _default_batch_size()
+    output = args.output or os.path.join(HERE,
+                                         'results-%d.txt' % args.instances)
+
+    deployment = build.ensure(args.instances, args.rebuild)
+    sample = naive_sample(args.instances, args.naive_sample)
+    mismatches = build.expected_flavor_drift(sample)
+    server = _versions(deployment['urls']['api'])
+    workdir = tempfile.mkdtemp(prefix='healreq-bench-')
+    try:
+        config = os.path.join(workdir, 'nova.conf')
+        build.write_config(config, deployment, workdir)
+
+        def tool(number):
+            # Each run of the tool gets a fresh state_path (its audit
+            # store), so that the rounds are alike.
+            state = os.path.join(workdir, 'state-%d' % number)
+            os.mkdir(state)
+            tool_config = os.path.join(state, 'nova.conf')
+            build.write_config(tool_config, deployment, state)
+            return _nova_heal() + [
+                '--config-file', tool_config, 'request-specs', '--dry-run',
+                '--format', 'json', '--batch-size', str(args.batch_size)]
+
+        commands = {
+            'tool': tool,
+            'floor': lambda number: [
+                sys.executable, os.path.join(HERE, 'floor.py'),
+                '--config-file', config,
+                '--batch-size', str(args.batch_size)],
+            'naive': lambda number: [
+                sys.executable, os.path.join(HERE, 'naive.py'),
+                '--config-file', config, '--sample', str(len(sample))],
+        }
+        checks = {
+            'tool': lambda r: check_tool(r, args.instances,
+                                         deployment['drifted']),
+            'floor': lambda r: check_floor(r, args.instances),
+            'naive': lambda r: check_naive(r, len(sample), mismatches),
+        }
+        # Untimed: warm the server's caches so that round 1 is not special.
+        check_floor(measure(commands['floor'](0)), args.instances)
+        load_before = os.getloadavg()[0]
+        runs = {name: [] for name in CONTENDERS}
+        for number in range(1, args.rounds + 1):
+            for name in CONTENDERS:
+                result = measure(commands[name](number))
+                checks[name](result)
+                runs[name].append(result)
+                print('round %d/%d  %-5s %8.2f s  peak RSS %6.1f MiB'
+                      % (number, args.rounds, name, result['wall'],
+                         _mib(result['rss_kib'])), flush=True)
+        text = report(args, deployment, runs, len(sample), server,
+                      (load_before, os.getloadavg()[0]))
+        print('\n' + text, end='')
+        with open(output, 'w') as handle:
+            handle.write(text)
+        print('\nWritten to %s' % os.path.relpath(output))
+        if args.profile:
+            profile_tool(tool(args.rounds + 1),
+                         os.path.abspath(args.profile))
+    except Failure as exc:
+        print('FAILED: %s' % exc, file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
