@@ -73,17 +73,7 @@ def _coerce_int(value, what, required):
         if required:
             raise PrimitiveError('%s is missing' % what)
         return 0
-    if isinstance(value, bool):
-        raise PrimitiveError('%s is not an integer' % what)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise PrimitiveError('%s is not an integer: %s'
-                         % (what, primitive.short(value)))
+    return primitive.integer(value, what)
 
 
 def differing_fields(spec_key, instance_key):

@@ -715,18 +715,7 @@ def _version(document, newest, what):
 def _int(value, what, nullable=False):
     if value is None and nullable:
         return None
-    if isinstance(value, bool):
-        raise PrimitiveError('%s is not an integer: %s'
-                             % (what, primitive.short(value)))
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise PrimitiveError('%s is not an integer: %s'
-                         % (what, primitive.short(value)))
+    return primitive.integer(value, what)
 
 
 def _int_set(value, what, nullable=False):

@@ -91,6 +91,22 @@ def short(value):
     return reprlib.repr(value)
 
 
+def integer(value, what):
+    """An integer field as Nova's IntegerField coerces it.
+
+    Integers and integer strings pass; booleans, floats and anything else
+    raise PrimitiveError.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise PrimitiveError('%s is not an integer: %s' % (what, short(value)))
+
+
 def unwrap(document, expected_name, what):
     """Check a primitive's envelope and return its data dict."""
     if not isinstance(document, dict):
