@@ -93,7 +93,7 @@ def parse_spec(record):
 def _parsed(spec_row):
     try:
         spec = request_spec.RequestSpecDocument(spec_row['spec'])
-        spec.flavor()
+        spec.flavor_key()
     except primitive.PrimitiveError as exc:
         return None, str(exc)
     return spec, None
@@ -290,7 +290,7 @@ def _likely_cause(spec, current, record, changes):
         return ('legacy-spec',
                 'the spec was saved by an old Nova and lacks %s'
                 % ', '.join(change.field for change in changes))
-    spec_flavor = flavor_obj.parse(spec.flavor(), 'spec flavor')
+    spec_flavor = spec.flavor_key()
     if spec_flavor['id'] != current.key('cur')['id']:
         new = current.key('new')
         if new is not None and new['id'] == spec_flavor['id']:

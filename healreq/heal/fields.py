@@ -206,7 +206,7 @@ def _spec_can_hold(spec, field, profile):
 
 def check_flavor(spec, inputs, profile):
     spec_primitive = spec.flavor()
-    stored = flavor_obj.parse(spec_primitive, 'spec flavor')
+    stored = spec.flavor_key()
     expected = inputs.flavors.key('cur')
     differing = flavor_obj.differing_fields(stored, expected)
     if not differing:

@@ -31,12 +31,19 @@ class RequestSpecDocument(object):
         what = 'request_specs.spec'
         self.document = primitive.load_json(text, what)
         self.data = primitive.unwrap(self.document, OBJECT_NAME, what)
+        self._flavor_key = None
 
     def flavor(self):
         """The spec's Flavor primitive (validated)."""
-        value = self.data.get('flavor')
-        flavor_obj.parse(value, 'request_specs.spec flavor')
-        return value
+        self.flavor_key()
+        return self.data.get('flavor')
+
+    def flavor_key(self):
+        """The spec flavor's compare key (see flavor.parse), parsed once."""
+        if self._flavor_key is None:
+            self._flavor_key = flavor_obj.parse(
+                self.data.get('flavor'), 'request_specs.spec flavor')
+        return self._flavor_key
 
     def with_fields(self, replacements, version=None):
         """Serialise a copy of the document with some data fields replaced.

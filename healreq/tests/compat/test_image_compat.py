@@ -24,12 +24,10 @@ load what we write.
 """
 
 import json
-import os
 import random
 import sys
 import warnings
 
-import testtools
 
 from healreq.objects import image
 from healreq.objects import primitive
@@ -48,8 +46,6 @@ except ImportError:  # pragma: no cover - depends on the environment
     nova_utils = None
     ovo_fields = None
 
-REQUIRE_NOVA = os.environ.get('HEALREQ_TEST_REQUIRE_NOVA', '') not in (
-    '', '0')
 
 IMAGE_REF = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
 IMAGE_REFS = (IMAGE_REF, '', None, 'not-a-uuid', '0')
@@ -397,7 +393,7 @@ def _versions(first=0):
     return ['1.%d' % minor for minor in range(first, 45)]
 
 
-class ImageCompatTest(testtools.TestCase):
+class ImageCompatTest(base.NovaTestCase):
     """Our derivation and primitives against Nova 34.0.0's."""
 
     _derived = None
@@ -405,12 +401,6 @@ class ImageCompatTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        if nova is None:
-            message = 'the nova package is not installed'
-            if REQUIRE_NOVA:
-                self.fail(message + ' (HEALREQ_TEST_REQUIRE_NOVA is set)')
-            self.skipTest(message)
-        nova_objects.register_all()
 
     @classmethod
     def _derive_all(cls):

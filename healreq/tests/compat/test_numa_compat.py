@@ -30,13 +30,11 @@ import copy
 import itertools
 import json
 import logging
-import os
 import random
 import sys
 import warnings
 
 import fixtures
-import testtools
 
 from healreq.objects import numa
 from healreq.objects import primitive
@@ -55,8 +53,6 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     nova = None
 
-REQUIRE_NOVA = os.environ.get('HEALREQ_TEST_REQUIRE_NOVA', '') not in (
-    '', '0')
 SHOWN = 20
 SEED = 20250934
 RANDOM_CASES = 40000
@@ -383,7 +379,7 @@ def _sorted_sets(document):
     return document
 
 
-class NumaCompatTest(testtools.TestCase):
+class NumaCompatTest(base.NovaTestCase):
     """Our NUMA module against nova.virt.hardware and InstanceNUMA*."""
 
     _image_cache = {}
@@ -391,12 +387,6 @@ class NumaCompatTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        if nova is None:
-            message = 'the nova package is not installed'
-            if REQUIRE_NOVA:
-                self.fail(message + ' (HEALREQ_TEST_REQUIRE_NOVA is set)')
-            self.skipTest(message)
-        nova_objects.register_all()
         # Nova's legacy-cell warnings would flood the output.
         self.useFixture(fixtures.FakeLogger(level=logging.ERROR))
 

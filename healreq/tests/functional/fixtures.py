@@ -20,6 +20,7 @@ is set, in which case they fail: CI sets it.
 """
 
 import contextlib
+import copy
 import datetime
 import io
 import json
@@ -97,6 +98,21 @@ class _MySQL(object):
     def _drop_all(self):
         for ident in self.created:
             self.backend.drop_named_database(ident, conditional=True)
+
+
+def image_properties(**extra):
+    """The default image's properties, plus ``extra``."""
+    values = dict(dep.IMAGE_PROPERTIES)
+    values.update(extra)
+    return values
+
+
+def without_keys(document, *keys):
+    """A copy of a spec document without some of its data keys."""
+    document = copy.deepcopy(document)
+    for key in keys:
+        document['nova_object.data'].pop(key, None)
+    return document
 
 
 BACKENDS = [('SQLite', dict(backend_class=_SQLite)),

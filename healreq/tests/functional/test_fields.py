@@ -37,19 +37,8 @@ LONG_VALUE = 'quiet ' + '\u00e9' * 200
 LONG_VALUE_TRUNCATED = 'quiet ' + '\u00e9' * 124
 
 
-def props(**extra):
-    """The default image's properties, plus ``extra``."""
-    values = dict(dep.IMAGE_PROPERTIES)
-    values.update(extra)
-    return values
-
-
-def without(document, *keys):
-    """A copy of a spec document without some of its data keys."""
-    document = copy.deepcopy(document)
-    for key in keys:
-        document[DATA].pop(key, None)
-    return document
+props = fixtures.image_properties
+without = fixtures.without_keys
 
 
 class _FieldsTestCase(fixtures.DeploymentTestCase):

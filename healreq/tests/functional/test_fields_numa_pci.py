@@ -12,7 +12,6 @@
 
 """Drift in numa_topology and pci_requests, and the order of all fields."""
 
-import copy
 import json
 
 from healreq.testing import demo
@@ -39,17 +38,8 @@ PINNED_TEXT = '2 nodes, dedicated, cpus [0-1]|[2-3], MiB 4096|4096'
 T4 = {'vendor_id': '10de', 'product_id': '1eb8'}
 
 
-def props(**extra):
-    values = dict(dep.IMAGE_PROPERTIES)
-    values.update(extra)
-    return values
-
-
-def without(document, *keys):
-    document = copy.deepcopy(document)
-    for key in keys:
-        document[DATA].pop(key, None)
-    return document
+props = fixtures.image_properties
+without = fixtures.without_keys
 
 
 def numa_cell(node, cpus=(), pcpus=(), memory=4096, pagesize=None,
