@@ -15,6 +15,7 @@
 
 import sqlalchemy as sa
 
+from healreq.db import rows
 from healreq.db import tables
 
 CELL0_UUID = tables.CELL0_UUID
@@ -25,7 +26,7 @@ def get_cells(conn):
     t = tables.cell_mappings
     query = sa.select(t.c.id, t.c.uuid, t.c.name,
                       t.c.database_connection).order_by(t.c.id)
-    return [dict(row._mapping) for row in conn.execute(query)]
+    return rows.dicts(conn.execute(query))
 
 
 def get_instance_mapping(conn, instance_uuid):
@@ -44,8 +45,7 @@ def get_instance_mappings(conn, instance_uuids):
     query = sa.select(m.c.instance_uuid, m.c.cell_id,
                       m.c.queued_for_delete).where(
         m.c.instance_uuid.in_(instance_uuids))
-    return {row.instance_uuid: dict(row._mapping)
-            for row in conn.execute(query)}
+    return rows.keyed(conn.execute(query), 'instance_uuid')
 
 
 def get_request_specs(conn, instance_uuids):
@@ -53,8 +53,10 @@ def get_request_specs(conn, instance_uuids):
     t = tables.request_specs
     query = sa.select(t.c.id, t.c.instance_uuid, t.c.spec).where(
         t.c.instance_uuid.in_(instance_uuids))
-    return {row.instance_uuid: dict(row._mapping, spec=_text(row.spec))
-            for row in conn.execute(query)}
+    found = rows.keyed(conn.execute(query), 'instance_uuid')
+    for row in found.values():
+        row['spec'] = _text(row['spec'])
+    return found
 
 
 def _text(value):

@@ -14,11 +14,13 @@
 """Queries against a cell database. Functions take a Connection.
 
 A batch is read with one query per table (``... IN (uuids)``), never one
-query per instance.
+query per instance. Rows become plain dicts, except system metadata, the
+bulk of what is read, which stays in tuples.
 """
 
 import sqlalchemy as sa
 
+from healreq.db import rows
 from healreq.db import tables
 
 # Migration statuses after which Nova no longer tracks the migration
@@ -42,14 +44,14 @@ def get_instance_page(conn, after_id, limit):
     t = tables.instances
     query = _instance_select().where(
         t.c.deleted == 0, t.c.id > after_id).order_by(t.c.id).limit(limit)
-    return [dict(row._mapping) for row in conn.execute(query)]
+    return rows.dicts(conn.execute(query))
 
 
 def get_instances(conn, instance_uuids):
     """Instances (live or deleted) by uuid."""
     t = tables.instances
     query = _instance_select().where(t.c.uuid.in_(instance_uuids))
-    return {row.uuid: dict(row._mapping) for row in conn.execute(query)}
+    return rows.keyed(conn.execute(query), 'uuid')
 
 
 def count_live_instances(conn):
@@ -74,10 +76,7 @@ def get_instance_extras(conn, instance_uuids):
                       t.c.pci_requests).where(
         t.c.deleted == 0,
         t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
-    extras = {}
-    for row in conn.execute(query):
-        extras.setdefault(row.instance_uuid, []).append(dict(row._mapping))
-    return extras
+    return rows.grouped(conn.execute(query), 'instance_uuid')
 
 
 def get_migrations_in_progress(conn, instance_uuids):
@@ -90,11 +89,7 @@ def get_migrations_in_progress(conn, instance_uuids):
         sa.or_(t.c.status.is_(None),
                t.c.status.not_in(TERMINAL_MIGRATION_STATUSES)),
     ).order_by(t.c.id.desc())
-    migrations = {}
-    for row in conn.execute(query):
-        migrations.setdefault(row.instance_uuid, []).append(
-            dict(row._mapping))
-    return migrations
+    return rows.grouped(conn.execute(query), 'instance_uuid')
 
 
 def get_failed_resize_flavor_ids(conn, instance_uuids):
@@ -113,18 +108,20 @@ def get_failed_resize_flavor_ids(conn, instance_uuids):
 
 
 def get_system_metadata(conn, instance_uuids):
-    """System metadata rows, deleted or not, grouped by instance.
+    """System metadata, deleted or not, grouped by instance.
 
-    Nova ignores the deleted flag of system metadata when it reads it.
+    Each instance gets a list of ``(key, value, deleted)`` tuples in row
+    id order. Nova ignores the deleted flag of system metadata when it
+    reads it.
     """
     t = tables.instance_system_metadata
-    query = sa.select(t.c.id, t.c.instance_uuid, t.c.key, t.c.value,
+    query = sa.select(t.c.instance_uuid, t.c.key, t.c.value,
                       t.c.deleted).where(
-        t.c.instance_uuid.in_(instance_uuids))
-    rows = {}
-    for row in conn.execute(query):
-        rows.setdefault(row.instance_uuid, []).append(dict(row._mapping))
-    return rows
+        t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
+    found = {}
+    for uuid, key, value, deleted in conn.execute(query):
+        found.setdefault(uuid, []).append((key, value, deleted))
+    return found
 
 
 def get_root_block_devices(conn, instance_uuids):
@@ -134,7 +131,4 @@ def get_root_block_devices(conn, instance_uuids):
                       t.c.destination_type).where(
         t.c.deleted == 0, t.c.boot_index == 0,
         t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
-    rows = {}
-    for row in conn.execute(query):
-        rows.setdefault(row.instance_uuid, []).append(dict(row._mapping))
-    return rows
+    return rows.grouped(conn.execute(query), 'instance_uuid')

@@ -42,7 +42,11 @@ _MIRRORED_SIZES = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb')
 
 @dataclasses.dataclass
 class InstanceRecord:
-    """Everything read about one instance for one batch."""
+    """Everything read about one instance for one batch.
+
+    ``system_metadata`` holds ``(key, value, deleted)`` tuples in row id
+    order.
+    """
     instance: dict
     mapping: dict = None
     extras: list = dataclasses.field(default_factory=list)
@@ -139,12 +143,7 @@ def evaluate(record, cell, now, settings, profile=None):
 def _inputs(record, current, settings):
     """Collect what the checked fields are derived from."""
     extra = record.extras[0]
-    system_metadata = {}
-    # Nova reads system metadata whatever its deleted flag; a live row
-    # wins over a soft-deleted duplicate of the same key.
-    for row in sorted(record.system_metadata,
-                      key=lambda r: (r['deleted'] == 0, r['id'])):
-        system_metadata[row['key']] = row['value']
+    system_metadata = system_metadata_values(record.system_metadata)
     instance = record.instance
     checked = set(settings.checked_fields)
     if checked & fields.NEEDS_SYSTEM_METADATA:
@@ -160,6 +159,27 @@ def _inputs(record, current, settings):
         system_metadata=system_metadata,
         root_bdm=roots[0] if roots else None,
         extra_pci_requests=extra.get('pci_requests'))
+
+
+def system_metadata_values(rows):
+    """System metadata as Nova reads it: key -> value.
+
+    ``rows`` are ``(key, value, deleted)`` tuples in row id order. Nova
+    reads system metadata whatever its deleted flag; of duplicate keys, a
+    live row wins over soft-deleted ones, then the newest row.
+    """
+    values = {}
+    deleted = []
+    for key, value, is_deleted in rows:
+        if is_deleted:
+            deleted.append((key, value))
+        else:
+            values[key] = value
+    if deleted:
+        live = set(values)
+        values.update((key, value) for key, value in deleted
+                      if key not in live)
+    return values
 
 
 def skip_reason(record, cell, now, settings):

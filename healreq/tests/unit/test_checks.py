@@ -627,3 +627,30 @@ class DriftTest(testtools.TestCase):
         again = _evaluate(record)
         self.assertEqual(Status.CONSISTENT, again.finding.status)
         self.assertIsNone(again.new_spec)
+
+
+class SystemMetadataValuesTest(testtools.TestCase):
+    """Which row of a duplicated system metadata key Nova reads."""
+
+    def test_every_key_whatever_its_prefix(self):
+        self.assertEqual(
+            {'image_hw_disk_bus': 'scsi', 'boot_roles': 'member'},
+            checks.system_metadata_values([('image_hw_disk_bus', 'scsi', 0),
+                                           ('boot_roles', 'member', 0)]))
+
+    def test_soft_deleted_rows_are_read(self):
+        self.assertEqual({'image_min_ram': '512'},
+                         checks.system_metadata_values(
+                             [('image_min_ram', '512', 3)]))
+
+    def test_live_row_wins_whatever_the_order(self):
+        for rows in ([('image_os_type', 'linux', 0),
+                      ('image_os_type', 'windows', 2)],
+                     [('image_os_type', 'windows', 1),
+                      ('image_os_type', 'linux', 0)]):
+            self.assertEqual({'image_os_type': 'linux'},
+                             checks.system_metadata_values(rows))
+
+    def test_newest_row_wins_among_equals(self):
+        self.assertEqual({'a': '2', 'b': '4'}, checks.system_metadata_values(
+            [('a', '1', 0), ('b', '3', 5), ('a', '2', 0), ('b', '4', 6)]))

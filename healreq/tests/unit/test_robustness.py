@@ -183,7 +183,8 @@ def _record(texts, sysmeta_rows, spec=None, flavor=None, numa_topology=None,
         extras=[extra],
         spec_row={'id': 7, 'instance_uuid': uuid,
                   'spec': pick(spec, SPEC)},
-        system_metadata=[dict(row) for row in rows])
+        system_metadata=[(row['key'], row['value'], row['deleted'])
+                         for row in sorted(rows, key=lambda r: r['id'])])
 
 
 @dataclasses.dataclass(frozen=True)
