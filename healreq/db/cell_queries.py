@@ -119,7 +119,7 @@ def get_system_metadata(conn, instance_uuids):
                       t.c.deleted).where(
         t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
     found = {}
-    for uuid, key, value, deleted in conn.execute(query):
+    for uuid, key, value, deleted in conn.execute(query).fetchall():
         found.setdefault(uuid, []).append((key, value, deleted))
     return found
 

@@ -12,16 +12,17 @@
 
 """Result rows as plain dicts, cheaply.
 
-``dict(row._mapping)`` looks the column names up again for every row;
-on the hundreds of thousands of rows of a large run that shows. These
-helpers look them up once per result.
+``dict(row._mapping)`` looks the column names up again for every row,
+and iterating over a result fetches its rows one call at a time; on the
+hundreds of thousands of rows of a large run both show. These helpers
+fetch all rows at once and look the names up once per result.
 """
 
 
 def dicts(result):
     """The rows of ``result`` as a list of dicts."""
     keys = tuple(result.keys())
-    return [dict(zip(keys, row)) for row in result]
+    return [dict(zip(keys, row)) for row in result.fetchall()]
 
 
 def keyed(result, by):
@@ -31,7 +32,8 @@ def keyed(result, by):
     """
     keys = tuple(result.keys())
     position = keys.index(by)
-    return {row[position]: dict(zip(keys, row)) for row in result}
+    return {row[position]: dict(zip(keys, row))
+            for row in result.fetchall()}
 
 
 def grouped(result, by):
@@ -39,6 +41,6 @@ def grouped(result, by):
     keys = tuple(result.keys())
     position = keys.index(by)
     groups = {}
-    for row in result:
+    for row in result.fetchall():
         groups.setdefault(row[position], []).append(dict(zip(keys, row)))
     return groups
