@@ -42,6 +42,7 @@ from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
+from healreq.heal import readahead
 from healreq.objects import primitive
 from healreq.objects import versions
 
@@ -50,6 +51,9 @@ LOG = logging.getLogger(__name__)
 _DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
 # How many of the newest specs tell which object versions to write.
 VERSION_SAMPLE = 100
+# Findings are written to the audit store in chunks of this many: one
+# commit (and its fsyncs) per chunk rather than per batch.
+FINDINGS_CHUNK = 1000
 # A cell URL may fail to parse (ValueError, e.g. a non-numeric port) or to
 # format (urls.TemplateError, a ValueError): both are per-cell problems.
 _CELL_ERRORS = _DB_ERRORS + (ValueError,)
@@ -72,6 +76,27 @@ class Options:
     max_rate: float = None
     settings: checks.Settings = dataclasses.field(
         default_factory=checks.Settings)
+
+
+class _FindingsLog(object):
+    """A cell's findings on their way to the audit store, in chunks."""
+
+    def __init__(self, audit, run_id):
+        self._audit = audit
+        self._run_id = run_id
+        self._pending = []
+
+    def add(self, findings):
+        if self._audit is None:
+            return
+        self._pending.extend(findings)
+        if len(self._pending) >= FINDINGS_CHUNK:
+            self.flush()
+
+    def flush(self):
+        if self._pending:
+            self._audit.record_findings(self._run_id, self._pending)
+            self._pending = []
 
 
 def _utcnow():
@@ -228,12 +253,14 @@ class Engine(object):
         except _CELL_ERRORS as exc:
             self._cell_failed(cell, report, exc)
             return
+        log = _FindingsLog(self.audit, self.run_id)
         try:
-            self._walk_cell(cell, engine, report, sink)
+            self._walk_cell(cell, engine, report, sink, log)
         except _DB_ERRORS as exc:
             self._cell_failed(cell, report, exc)
         finally:
             engine.dispose()
+            log.flush()
 
     def _cell_failed(self, cell, report, exc):
         report.error = self._describe_cell_error(exc)
@@ -252,44 +279,48 @@ class Engine(object):
         return urls.mask_password('%s: %s' % (kind, message.splitlines()[0]
                                               if message else type(exc)))
 
-    def _walk_cell(self, cell, engine, report, sink):
+    def _walk_cell(self, cell, engine, report, sink, log):
         if self.options.instance_uuid:
-            with engine.connect() as conn:
-                found = cell_queries.get_instances(
-                    conn, [self.options.instance_uuid])
-            if not found:
+            records = self._read_instance(engine, self.options.instance_uuid)
+            if not records:
                 raise InvalidInput(
                     'instance %s is mapped to cell %s but is not in its '
                     'database' % (self.options.instance_uuid, cell['uuid']))
-            self._process_batch(cell, engine, list(found.values()), report,
-                                sink)
+            self._process_batch(cell, engine, records, report, sink, log)
             return
-        after_id = 0
         total = None
         if self.progress is not None:
             with engine.connect() as conn:
                 total = cell_queries.count_live_instances(conn)
             self.progress(cell, report, total)
+        with readahead.ReadAhead(self._pages(engine)) as pages:
+            for records in pages:
+                processed = self._process_batch(cell, engine, records,
+                                                report, sink, log)
+                if self.progress is not None:
+                    self.progress(cell, report, total)
+                self._throttle()
+                if processed < len(records):
+                    sink.more_remain = True
+                    return
+                if self._limit_reached():
+                    with engine.connect() as conn:
+                        sink.more_remain = cell_queries.has_instances_after(
+                            conn, records[-1].instance['id'])
+                    return
+
+    def _pages(self, engine):
+        """Yield the records of each page of live instances, by id."""
+        after_id = 0
         while True:
             with engine.connect() as conn:
                 page = cell_queries.get_instance_page(
                     conn, after_id, self.options.batch_size)
-            if not page:
-                return
-            processed = self._process_batch(cell, engine, page, report,
-                                            sink)
-            if self.progress is not None:
-                self.progress(cell, report, total)
-            self._throttle()
-            if processed < len(page):
-                sink.more_remain = True
-                return
+                if not page:
+                    return
+                rows = self._read_cell_rows(conn, [i['uuid'] for i in page])
+            yield self._records(page, rows)
             after_id = page[-1]['id']
-            if self._limit_reached():
-                with engine.connect() as conn:
-                    sink.more_remain = (
-                        cell_queries.has_instances_after(conn, after_id))
-                return
 
     def _throttle(self):
         """Pause after a batch: --sleep, then down to --max-rate."""
@@ -320,28 +351,36 @@ class Engine(object):
 
     # -- per batch ---------------------------------------------------------
 
-    def _read_cell_rows(self, engine, uuids):
+    def _read_instance(self, engine, instance_uuid):
+        """The records of one instance (live or not), or []."""
+        with engine.connect() as conn:
+            found = cell_queries.get_instances(conn, [instance_uuid])
+            if not found:
+                return []
+            rows = self._read_cell_rows(conn, [instance_uuid])
+        return self._records(list(found.values()), rows)
+
+    def _read_cell_rows(self, conn, uuids):
         """The cell rows the checked fields need, one query per table."""
         checked = set(self.options.settings.checked_fields)
-        with engine.connect() as conn:
-            rows = {
-                'extras': cell_queries.get_instance_extras(conn, uuids),
-                'migrations': cell_queries.get_migrations_in_progress(
-                    conn, uuids),
-                'system_metadata': {},
-                'block_devices': {},
-            }
-            if checked & fields.NEEDS_SYSTEM_METADATA:
-                rows['system_metadata'] = cell_queries.get_system_metadata(
-                    conn, uuids)
-            if checked & fields.NEEDS_BLOCK_DEVICES:
-                rows['block_devices'] = (
-                    cell_queries.get_root_block_devices(conn, uuids))
+        rows = {
+            'extras': cell_queries.get_instance_extras(conn, uuids),
+            'migrations': cell_queries.get_migrations_in_progress(
+                conn, uuids),
+            'system_metadata': {},
+            'block_devices': {},
+        }
+        if checked & fields.NEEDS_SYSTEM_METADATA:
+            rows['system_metadata'] = cell_queries.get_system_metadata(
+                conn, uuids)
+        if checked & fields.NEEDS_BLOCK_DEVICES:
+            rows['block_devices'] = cell_queries.get_root_block_devices(
+                conn, uuids)
         return rows
 
-    def _read_records(self, cell, engine, instances):
+    def _records(self, instances, rows):
+        """InstanceRecords of ``instances``, with their API rows read."""
         uuids = [i['uuid'] for i in instances]
-        rows = self._read_cell_rows(engine, uuids)
         with self.api_engine.connect() as conn:
             mappings = api_queries.get_instance_mappings(conn, uuids)
             specs = api_queries.get_request_specs(conn, uuids)
@@ -360,9 +399,11 @@ class Engine(object):
             records.append(record)
         return records
 
-    def _process_batch(self, cell, engine, instances, report, sink):
-        """Evaluate and heal a batch; return how many were processed."""
-        records = self._read_records(cell, engine, instances)
+    def _process_batch(self, cell, engine, records, report, sink, log):
+        """Evaluate and heal a batch; return how many were processed.
+
+        Findings go to ``sink`` (a RunReport) and ``log`` (_FindingsLog).
+        """
         now = self._clock()
         evaluations = [checks.evaluate(record, cell, now,
                                        self.options.settings, self.profile)
@@ -370,7 +411,8 @@ class Engine(object):
         self._explain_drift(engine, records, evaluations, cell, now)
         # Instances about to be written are read again, all at once, right
         # before their writes: a decision is only acted upon if it still
-        # holds for the records as they are now.
+        # holds for the records as they are now. A dry run does the same,
+        # so that it reports what a heal would do.
         fresh = self._reread(engine, [
             record for record, evaluation in zip(records, evaluations)
             if evaluation.finding.status is Status.DRIFTED])
@@ -383,8 +425,8 @@ class Engine(object):
                 break
             finding = evaluation.finding
             if finding.status is Status.DRIFTED and not self._heal(
-                    cell, record, fresh[record.instance['uuid']], evaluation,
-                    sink):
+                    cell, record, fresh[record.instance['uuid']],
+                    evaluation, sink):
                 processed = position
                 break
             report.count(finding)
@@ -396,8 +438,7 @@ class Engine(object):
         with self._lock:
             self._checked += processed
         sink.findings.extend(listed)
-        if self.audit is not None:
-            self.audit.record_findings(self.run_id, listed)
+        log.add(listed)
         return processed
 
     def _explain_drift(self, engine, records, evaluations, cell, now):
@@ -439,21 +480,12 @@ class Engine(object):
             self._would_heal -= 1
 
     def _heal(self, cell, record, fresh, evaluation, sink):
-        """Re-check the instance, then compare-and-swap its spec.
+        """Re-check the instance on ``fresh``, then compare-and-swap its spec.
 
         Returns False, touching nothing, when --max-count is used up.
         """
         finding = evaluation.finding
-        again = checks.evaluate(fresh, cell, self._clock(),
-                                self.options.settings, self.profile)
-        if again.new_spec != evaluation.new_spec:
-            finding.status = Status.CONFLICT
-            finding.reason = 'instance-changed'
-            finding.detail = ('the instance changed while it was being '
-                              'checked (now: %s%s); left alone' % (
-                                  again.finding.status.value,
-                                  ', %s' % again.finding.reason
-                                  if again.finding.reason else ''))
+        if not self._still_holds(cell, fresh, evaluation):
             return True
         if not self._reserve_heal():
             return False
@@ -485,6 +517,25 @@ class Engine(object):
                               'read; left alone, run again to re-check')
         return True
 
+    def _still_holds(self, cell, fresh, evaluation):
+        """Whether the fresh records lead to the same new spec.
+
+        If not, the finding becomes a conflict and nothing is written.
+        """
+        again = checks.evaluate(fresh, cell, self._clock(),
+                                self.options.settings, self.profile)
+        if again.new_spec == evaluation.new_spec:
+            return True
+        finding = evaluation.finding
+        finding.status = Status.CONFLICT
+        finding.reason = 'instance-changed'
+        finding.detail = ('the instance changed while it was being '
+                          'checked (now: %s%s); left alone' % (
+                              again.finding.status.value,
+                              ', %s' % again.finding.reason
+                              if again.finding.reason else ''))
+        return False
+
     def _reread(self, engine, records):
         """Fresh copies of ``records`` (by uuid) from the cell database."""
         if not records:
@@ -492,7 +543,7 @@ class Engine(object):
         uuids = [record.instance['uuid'] for record in records]
         with engine.connect() as conn:
             instances = cell_queries.get_instances(conn, uuids)
-        rows = self._read_cell_rows(engine, uuids)
+            rows = self._read_cell_rows(conn, uuids)
         fresh = {}
         for record in records:
             uuid = record.instance['uuid']

@@ -1,0 +1,88 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+import threading
+import time
+
+import testtools
+
+from healreq.heal import readahead
+
+
+class _Source(object):
+    """An iterable of 0..count-1 that counts what it has produced."""
+
+    def __init__(self, count, fail_at=None):
+        self.count = count
+        self.fail_at = fail_at
+        self.produced = 0
+        self.reader = None
+
+    def __iter__(self):
+        self.reader = threading.current_thread()
+        for number in range(self.count):
+            if number == self.fail_at:
+                raise RuntimeError('database went away at %d' % number)
+            self.produced += 1
+            yield number
+
+
+class ReadAheadTest(testtools.TestCase):
+
+    def test_items_in_order(self):
+        source = _Source(50)
+        with readahead.ReadAhead(source) as items:
+            self.assertEqual(list(range(50)), list(items))
+        self.assertIsNot(threading.current_thread(), source.reader)
+
+    def test_empty_source(self):
+        with readahead.ReadAhead(_Source(0)) as items:
+            self.assertEqual([], list(items))
+
+    def test_failure_reaches_the_caller_after_earlier_items(self):
+        seen = []
+        with readahead.ReadAhead(_Source(10, fail_at=4)) as items:
+            error = self.assertRaises(RuntimeError, seen.extend, items)
+        self.assertEqual([0, 1, 2, 3], seen)
+        self.assertEqual('database went away at 4', str(error))
+
+    def test_reads_at_most_one_item_ahead(self):
+        source = _Source(100)
+        with readahead.ReadAhead(source) as items:
+            first = next(iter(items))
+            time.sleep(0.3)
+            # The caller's item, one waiting in the queue and one the
+            # reader holds while it waits for room.
+            self.assertLessEqual(source.produced, 3)
+        self.assertEqual(0, first)
+
+    def test_leaving_early_stops_the_reader(self):
+        source = _Source(100)
+        manager = readahead.ReadAhead(source)
+        with manager as items:
+            for number in items:
+                if number == 1:
+                    break
+        self.assertFalse(manager._thread.is_alive())
+        self.assertLessEqual(source.produced, 4)
+
+    def test_leaving_on_an_error_stops_the_reader(self):
+        source = _Source(100)
+        manager = readahead.ReadAhead(source)
+
+        def consume():
+            with manager as items:
+                for number in items:
+                    raise ValueError('evaluation failed on %d' % number)
+        self.assertRaises(ValueError, consume)
+        self.assertFalse(manager._thread.is_alive())
