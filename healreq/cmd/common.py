@@ -117,13 +117,14 @@ def uuid_option(value, what):
 
 
 @contextlib.contextmanager
-def api_engine(conf):
+def api_engine(conf, pool_size=engines.POOL_SIZE):
     """The API database engine of ``[api_database]/connection``."""
     if not conf.api_database.connection:
         raise invalid('[api_database]/connection is not set; pass '
                       '--config-file /etc/nova/nova.conf')
     try:
-        engine = engines.create_engine(conf.api_database.connection)
+        engine = engines.create_engine(conf.api_database.connection,
+                                       pool_size=pool_size)
     except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
         raise invalid('invalid [api_database]/connection: %s' % exc)
     try:

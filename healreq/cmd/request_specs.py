@@ -25,6 +25,7 @@ from healreq.cmd import common
 from healreq.cmd import metrics
 from healreq.cmd import output
 from healreq.cmd import progress
+from healreq.db import engines
 from healreq.heal import engine as heal_engine
 from healreq.heal import fields
 
@@ -139,7 +140,9 @@ def _filters(options):
 
 def run(conf, argv):
     options = _options(conf)
-    with common.api_engine(conf) as api_engine:
+    # Each cell worker reads and writes the API database.
+    with common.api_engine(conf, engines.POOL_SIZE * options.workers) as (
+            api_engine):
         store = common.open_audit(conf)
         try:
             return _run(conf, argv, options, api_engine, store)

@@ -16,7 +16,12 @@
 from oslo_db.sqlalchemy import engines
 
 
-def create_engine(url):
+# Connections per engine: a cell's batch reader and the thread that
+# evaluates and writes each hold at most one at a time.
+POOL_SIZE = 2
+
+
+def create_engine(url, pool_size=POOL_SIZE):
     """Create an engine with oslo.db's settings for ``url``.
 
     The connection is not tried here (``max_retries=0``): an unreachable
@@ -24,6 +29,6 @@ def create_engine(url):
     can report it and carry on with the other cells instead of waiting
     through oslo.db's retry loop.
     """
-    return engines.create_engine(url, max_retries=0, max_pool_size=2,
-                                 max_overflow=0,
+    return engines.create_engine(url, max_retries=0,
+                                 max_pool_size=pool_size, max_overflow=0,
                                  mysql_sql_mode='TRADITIONAL')
