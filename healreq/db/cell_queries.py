@@ -18,6 +18,10 @@ query per instance. Rows become plain dicts, except system metadata, the
 bulk of what is read, which stays in tuples.
 """
 
+import json
+import operator
+
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from healreq.db import rows
@@ -113,7 +117,45 @@ def get_system_metadata(conn, instance_uuids):
     Each instance gets a list of ``(key, value, deleted)`` tuples in row
     id order. Nova ignores the deleted flag of system metadata when it
     reads it.
+
+    System metadata is most of what a batch reads, some 20 rows per
+    instance; the server aggregates each instance's rows into one JSON
+    array, which is much cheaper to transfer and decode than the rows
+    themselves. Where the server cannot (no JSON functions, or MariaDB
+    truncating the array at ``group_concat_max_len``), the rows are read.
     """
+    try:
+        return _aggregated_system_metadata(conn, instance_uuids)
+    except (_Unaggregated, sa.exc.DBAPIError, db_exc.DBError):
+        return _system_metadata_rows(conn, instance_uuids)
+
+
+class _Unaggregated(Exception):
+    """The server's aggregate of system metadata cannot be used."""
+
+
+def _aggregated_system_metadata(conn, instance_uuids):
+    t = tables.instance_system_metadata
+    rows = sa.func.json_array(t.c.id, t.c.key, t.c.value, t.c.deleted)
+    aggregate = (sa.func.json_group_array(rows)
+                 if conn.dialect.name == 'sqlite'
+                 else sa.func.json_arrayagg(rows))
+    query = sa.select(t.c.instance_uuid, aggregate).where(
+        t.c.instance_uuid.in_(instance_uuids)).group_by(t.c.instance_uuid)
+    found = {}
+    for uuid, text in conn.execute(query).fetchall():
+        try:
+            items = json.loads(text)
+        except (TypeError, ValueError):
+            raise _Unaggregated()
+        # The order of an aggregate is unspecified: sort by row id.
+        items.sort(key=operator.itemgetter(0))
+        found[uuid] = [(key, value, deleted)
+                       for _id, key, value, deleted in items]
+    return found
+
+
+def _system_metadata_rows(conn, instance_uuids):
     t = tables.instance_system_metadata
     query = sa.select(t.c.instance_uuid, t.c.key, t.c.value,
                       t.c.deleted).where(

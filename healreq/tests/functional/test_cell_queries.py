@@ -1,0 +1,100 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""System metadata read through the server's JSON aggregate.
+
+Whatever path get_system_metadata takes (the aggregate, or plain rows
+where the server cannot aggregate), it must return exactly the rows.
+"""
+
+import uuid as uuidlib
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from healreq.db import cell_queries
+from healreq.db import tables
+from healreq.testing import demo
+from healreq.testing import deployment as dep
+from healreq.tests.functional import fixtures
+
+# Values a JSON encoding must carry through unchanged.
+AWKWARD_VALUES = {
+    'image_quote': 'say "hi"', 'image_backslash': 'C:\\path\\',
+    'image_unicode': 'caf\u00e9 \u2603 \u00fc', 'image_newline': 'a\nb\tc',
+    'image_control': 'x\x01y\x1fz', 'image_empty': '', 'image_spaces': '  ',
+    'image_json': '{"a": [1, 2]}', 'image_number': '0012',
+    'image_null': None, 'image_long': 'v' * 255,
+}
+
+
+class SystemMetadataTest(fixtures.DeploymentTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.uuids = [
+            self.deployment.add_instance(
+                self.cell1, demo.M1_SMALL, system_metadata=AWKWARD_VALUES),
+            self.deployment.add_instance(
+                self.cell1, demo.M1_SMALL,
+                system_metadata=dep.image_system_metadata()),
+            self.deployment.add_instance(
+                self.cell1, demo.M1_SMALL, system_metadata={}),
+        ]
+        # Duplicates of a key, soft-deleted and live, interleaved by id.
+        with self.cell1.engine.begin() as conn:
+            for number, (value, deleted) in enumerate(
+                    [('old', 1), ('live', 0), ('older', 7), ('newer', 0)]):
+                conn.execute(tables.instance_system_metadata.insert().values(
+                    instance_uuid=self.uuids[1], key='image_os_type',
+                    value=value, deleted=deleted, created_at=dep.LONG_AGO))
+        # An instance the query asks for but that has no row at all.
+        self.uuids.append(str(uuidlib.uuid4()))
+
+    def rows(self):
+        with self.cell1.engine.connect() as conn:
+            return cell_queries._system_metadata_rows(conn, self.uuids)
+
+    def test_aggregate_returns_the_rows(self):
+        expected = self.rows()
+        self.assertEqual(AWKWARD_VALUES, {
+            key: value for key, value, _ in expected[self.uuids[0]]})
+        self.assertEqual(['old', 'live', 'older', 'newer'], [
+            value for key, value, _ in expected[self.uuids[1]]
+            if key == 'image_os_type'])
+        with self.cell1.engine.connect() as conn:
+            aggregated = cell_queries._aggregated_system_metadata(
+                conn, self.uuids)
+            self.assertEqual(expected, aggregated)
+            self.assertEqual(expected, cell_queries.get_system_metadata(
+                conn, self.uuids))
+        self.assertEqual(2, len(expected))
+
+    def test_truncated_aggregate_falls_back_to_rows(self):
+        mysql = self.backend_class is fixtures.BACKENDS[1][1]['backend_class']
+        if not mysql:
+            # SQLite never truncates; a BLOB value makes it refuse instead.
+            with self.cell1.engine.begin() as conn:
+                conn.execute(tables.instance_system_metadata.insert().values(
+                    instance_uuid=self.uuids[2], key='image_blob',
+                    value=b'\xff\x00', deleted=0, created_at=dep.LONG_AGO))
+        expected = self.rows()
+        with self.cell1.engine.connect() as conn:
+            if mysql:
+                conn.exec_driver_sql('SET SESSION group_concat_max_len = 64')
+            self.assertRaises(
+                (cell_queries._Unaggregated, sa.exc.DBAPIError,
+                 db_exc.DBError),
+                cell_queries._aggregated_system_metadata, conn, self.uuids)
+            self.assertEqual(expected, cell_queries.get_system_metadata(
+                conn, self.uuids))
