@@ -39,21 +39,31 @@ def get_instance_mapping(conn, instance_uuid):
     return dict(row._mapping) if row else None
 
 
+# Built once per process, like the cell queries (see there).
+_MAPPINGS = sa.select(
+    tables.instance_mappings.c.instance_uuid,
+    tables.instance_mappings.c.cell_id,
+    tables.instance_mappings.c.queued_for_delete).where(
+    tables.instance_mappings.c.instance_uuid.in_(
+        sa.bindparam('uuids', expanding=True)))
+_SPECS = sa.select(
+    tables.request_specs.c.id, tables.request_specs.c.instance_uuid,
+    tables.request_specs.c.spec).where(
+    tables.request_specs.c.instance_uuid.in_(
+        sa.bindparam('uuids', expanding=True)))
+
+
 def get_instance_mappings(conn, instance_uuids):
     """Instance mappings by instance uuid."""
-    m = tables.instance_mappings
-    query = sa.select(m.c.instance_uuid, m.c.cell_id,
-                      m.c.queued_for_delete).where(
-        m.c.instance_uuid.in_(instance_uuids))
-    return rows.keyed(conn.execute(query), 'instance_uuid')
+    return rows.keyed(conn.execute(_MAPPINGS,
+                                   {'uuids': list(instance_uuids)}),
+                      'instance_uuid')
 
 
 def get_request_specs(conn, instance_uuids):
     """Request spec rows (id, instance_uuid, spec) by instance uuid."""
-    t = tables.request_specs
-    query = sa.select(t.c.id, t.c.instance_uuid, t.c.spec).where(
-        t.c.instance_uuid.in_(instance_uuids))
-    found = rows.keyed(conn.execute(query), 'instance_uuid')
+    found = rows.keyed(conn.execute(_SPECS, {'uuids': list(instance_uuids)}),
+                       'instance_uuid')
     for row in found.values():
         row['spec'] = _text(row['spec'])
     return found

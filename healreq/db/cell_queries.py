@@ -38,76 +38,107 @@ _INSTANCE_COLUMNS = ('id', 'uuid', 'deleted', 'hidden', 'vm_state',
                      'project_id', 'user_id', 'image_ref')
 
 
-def _instance_select():
-    t = tables.instances
-    return sa.select(*(t.c[name] for name in _INSTANCE_COLUMNS))
+def _uuids():
+    return sa.bindparam('uuids', expanding=True)
+
+
+# The statements are built once: building one per batch costs time, and
+# leaves garbage in reference cycles for the collector.
+def _statements():
+    i = tables.instances
+    e = tables.instance_extra
+    m = tables.migrations
+    s = tables.instance_system_metadata
+    b = tables.block_device_mapping
+    instance = sa.select(*(i.c[name] for name in _INSTANCE_COLUMNS))
+    sysmeta_row = sa.func.json_array(s.c.id, s.c.key, s.c.value, s.c.deleted)
+    return dict(
+        page=instance.where(
+            i.c.deleted == 0, i.c.id > sa.bindparam('after_id')).order_by(
+            i.c.id).limit(sa.bindparam('limit')),
+        instances=instance.where(i.c.uuid.in_(_uuids())),
+        count=sa.select(sa.func.count()).select_from(i).where(
+            i.c.deleted == 0),
+        after=sa.select(i.c.id).where(
+            i.c.deleted == 0, i.c.id > sa.bindparam('after_id')).limit(1),
+        extras=sa.select(e.c.id, e.c.instance_uuid, e.c.flavor,
+                         e.c.pci_requests).where(
+            e.c.deleted == 0, e.c.instance_uuid.in_(_uuids())).order_by(
+            e.c.id),
+        migrations=sa.select(m.c.id, m.c.uuid, m.c.instance_uuid, m.c.status,
+                             m.c.migration_type).where(
+            m.c.deleted == 0, m.c.instance_uuid.in_(_uuids()),
+            sa.or_(m.c.status.is_(None),
+                   m.c.status.not_in(TERMINAL_MIGRATION_STATUSES)),
+        ).order_by(m.c.id.desc()),
+        failed_resizes=sa.select(m.c.instance_uuid,
+                                 m.c.new_instance_type_id).where(
+            m.c.deleted == 0, m.c.instance_uuid.in_(_uuids()),
+            m.c.migration_type == 'resize',
+            m.c.status.in_(('error', 'failed'))),
+        sysmeta_rows=sa.select(s.c.instance_uuid, s.c.key, s.c.value,
+                               s.c.deleted).where(
+            s.c.instance_uuid.in_(_uuids())).order_by(s.c.id),
+        sysmeta_json=sa.select(
+            s.c.instance_uuid, sa.func.json_arrayagg(sysmeta_row)).where(
+            s.c.instance_uuid.in_(_uuids())).group_by(s.c.instance_uuid),
+        sysmeta_json_sqlite=sa.select(
+            s.c.instance_uuid, sa.func.json_group_array(sysmeta_row)).where(
+            s.c.instance_uuid.in_(_uuids())).group_by(s.c.instance_uuid),
+        root_devices=sa.select(b.c.id, b.c.instance_uuid, b.c.boot_index,
+                               b.c.destination_type).where(
+            b.c.deleted == 0, b.c.boot_index == 0,
+            b.c.instance_uuid.in_(_uuids())).order_by(b.c.id),
+    )
+
+
+_QUERIES = _statements()
+
+
+def _by_uuids(conn, name, instance_uuids):
+    return conn.execute(_QUERIES[name], {'uuids': list(instance_uuids)})
 
 
 def get_instance_page(conn, after_id, limit):
     """Live instances with ``id > after_id``, by id (keyset pagination)."""
-    t = tables.instances
-    query = _instance_select().where(
-        t.c.deleted == 0, t.c.id > after_id).order_by(t.c.id).limit(limit)
-    return rows.dicts(conn.execute(query))
+    return rows.dicts(conn.execute(_QUERIES['page'],
+                                   {'after_id': after_id, 'limit': limit}))
 
 
 def get_instances(conn, instance_uuids):
     """Instances (live or deleted) by uuid."""
-    t = tables.instances
-    query = _instance_select().where(t.c.uuid.in_(instance_uuids))
-    return rows.keyed(conn.execute(query), 'uuid')
+    return rows.keyed(_by_uuids(conn, 'instances', instance_uuids), 'uuid')
 
 
 def count_live_instances(conn):
     """How many live instances the cell holds (for progress display)."""
-    t = tables.instances
-    return conn.execute(sa.select(sa.func.count()).select_from(t).where(
-        t.c.deleted == 0)).scalar()
+    return conn.execute(_QUERIES['count']).scalar()
 
 
 def has_instances_after(conn, after_id):
     """Whether a live instance with ``id > after_id`` exists."""
-    t = tables.instances
-    query = sa.select(t.c.id).where(
-        t.c.deleted == 0, t.c.id > after_id).limit(1)
-    return conn.execute(query).first() is not None
+    return conn.execute(_QUERIES['after'],
+                        {'after_id': after_id}).first() is not None
 
 
 def get_instance_extras(conn, instance_uuids):
     """Live instance_extra rows grouped by instance uuid."""
-    t = tables.instance_extra
-    query = sa.select(t.c.id, t.c.instance_uuid, t.c.flavor,
-                      t.c.pci_requests).where(
-        t.c.deleted == 0,
-        t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
-    return rows.grouped(conn.execute(query), 'instance_uuid')
+    return rows.grouped(_by_uuids(conn, 'extras', instance_uuids),
+                        'instance_uuid')
 
 
 def get_migrations_in_progress(conn, instance_uuids):
     """Live migrations not in a terminal status, grouped by instance."""
-    t = tables.migrations
-    query = sa.select(t.c.id, t.c.uuid, t.c.instance_uuid, t.c.status,
-                      t.c.migration_type).where(
-        t.c.deleted == 0,
-        t.c.instance_uuid.in_(instance_uuids),
-        sa.or_(t.c.status.is_(None),
-               t.c.status.not_in(TERMINAL_MIGRATION_STATUSES)),
-    ).order_by(t.c.id.desc())
-    return rows.grouped(conn.execute(query), 'instance_uuid')
+    return rows.grouped(_by_uuids(conn, 'migrations', instance_uuids),
+                        'instance_uuid')
 
 
 def get_failed_resize_flavor_ids(conn, instance_uuids):
     """Target flavor ids of failed resizes, grouped by instance."""
-    t = tables.migrations
-    query = sa.select(t.c.instance_uuid, t.c.new_instance_type_id).where(
-        t.c.deleted == 0,
-        t.c.instance_uuid.in_(instance_uuids),
-        t.c.migration_type == 'resize',
-        t.c.status.in_(('error', 'failed')))
     flavor_ids = {}
-    for row in conn.execute(query):
-        flavor_ids.setdefault(row.instance_uuid, set()).add(
-            row.new_instance_type_id)
+    for uuid, flavor_id in _by_uuids(conn, 'failed_resizes',
+                                     instance_uuids).fetchall():
+        flavor_ids.setdefault(uuid, set()).add(flavor_id)
     return {uuid: frozenset(ids) for uuid, ids in flavor_ids.items()}
 
 
@@ -135,15 +166,10 @@ class _Unaggregated(Exception):
 
 
 def _aggregated_system_metadata(conn, instance_uuids):
-    t = tables.instance_system_metadata
-    rows = sa.func.json_array(t.c.id, t.c.key, t.c.value, t.c.deleted)
-    aggregate = (sa.func.json_group_array(rows)
-                 if conn.dialect.name == 'sqlite'
-                 else sa.func.json_arrayagg(rows))
-    query = sa.select(t.c.instance_uuid, aggregate).where(
-        t.c.instance_uuid.in_(instance_uuids)).group_by(t.c.instance_uuid)
+    name = ('sysmeta_json_sqlite' if conn.dialect.name == 'sqlite'
+            else 'sysmeta_json')
     found = {}
-    for uuid, text in conn.execute(query).fetchall():
+    for uuid, text in _by_uuids(conn, name, instance_uuids).fetchall():
         try:
             items = json.loads(text)
         except (TypeError, ValueError):
@@ -156,21 +182,14 @@ def _aggregated_system_metadata(conn, instance_uuids):
 
 
 def _system_metadata_rows(conn, instance_uuids):
-    t = tables.instance_system_metadata
-    query = sa.select(t.c.instance_uuid, t.c.key, t.c.value,
-                      t.c.deleted).where(
-        t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
     found = {}
-    for uuid, key, value, deleted in conn.execute(query).fetchall():
+    for uuid, key, value, deleted in _by_uuids(conn, 'sysmeta_rows',
+                                               instance_uuids).fetchall():
         found.setdefault(uuid, []).append((key, value, deleted))
     return found
 
 
 def get_root_block_devices(conn, instance_uuids):
     """Live boot_index 0 block device mappings grouped by instance."""
-    t = tables.block_device_mapping
-    query = sa.select(t.c.id, t.c.instance_uuid, t.c.boot_index,
-                      t.c.destination_type).where(
-        t.c.deleted == 0, t.c.boot_index == 0,
-        t.c.instance_uuid.in_(instance_uuids)).order_by(t.c.id)
-    return rows.grouped(conn.execute(query), 'instance_uuid')
+    return rows.grouped(_by_uuids(conn, 'root_devices', instance_uuids),
+                        'instance_uuid')
