@@ -205,10 +205,11 @@ def _replay(conf, argv, mode, swaps, filters):
         finally:
             store.dispose()
     if conf.command.format == 'json':
-        common.emit(output.render_json(report, code, run_id))
+        common.emit_pieces(output.json_chunks(report, code, run_id), '')
     else:
-        common.emit(output.render_text(report, code, verbose=True,
-                                       list_skipped=True, run_id=run_id))
+        common.emit_pieces(output.text_lines(report, code, verbose=True,
+                                             list_skipped=True,
+                                             run_id=run_id))
     return code
 
 

@@ -163,7 +163,36 @@ def command_line(argv):
     return urls.mask_password(' '.join(['nova-heal'] + list(argv)))
 
 
+# Characters of report text written to stdout at a time.
+_WRITE_BLOCK = 65536
+
+
 def emit(text):
     """Print report text; characters stdout cannot encode are escaped."""
+    emit_pieces([text], '')
+
+
+def emit_pieces(pieces, separator='\n'):
+    """Print ``pieces`` (strings) joined by ``separator``, as ``emit``.
+
+    A large report is written as it is produced, never held whole.
+    """
     encoding = getattr(sys.stdout, 'encoding', None) or 'utf-8'
-    print(text.encode(encoding, 'backslashreplace').decode(encoding))
+
+    def write(parts):
+        text = ''.join(parts)
+        sys.stdout.write(
+            text.encode(encoding, 'backslashreplace').decode(encoding))
+    block = []
+    size = 0
+    for number, piece in enumerate(pieces):
+        if number:
+            block.append(separator)
+        block.append(piece)
+        size += len(piece)
+        if size >= _WRITE_BLOCK:
+            write(block)
+            block, size = [], 0
+    block.append('\n')
+    write(block)
+    sys.stdout.flush()

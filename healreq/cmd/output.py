@@ -13,6 +13,7 @@
 
 """Rendering a RunReport as text or as one JSON document."""
 
+import itertools
 import json
 
 from healreq.heal.findings import Status
@@ -42,6 +43,11 @@ def _cell_dict(cell):
 
 def render_json(report, exit_code, run_id=None):
     """The report as one JSON document (see the README for its keys)."""
+    return ''.join(json_chunks(report, exit_code, run_id))
+
+
+def json_chunks(report, exit_code, run_id=None):
+    """``render_json``'s text in pieces, without building it whole."""
     document = {
         'run_id': run_id,
         'summary': report.summary(),
@@ -52,7 +58,7 @@ def render_json(report, exit_code, run_id=None):
         'results': [_finding_dict(f) for f in report.findings],
         'notices': [_finding_dict(f) for f in report.notices],
     }
-    return json.dumps(document, indent=2, sort_keys=False)
+    return json.JSONEncoder(indent=2).iterencode(document)
 
 
 def _counts(values):
@@ -93,37 +99,40 @@ def render_text(report, exit_code, verbose=False, list_skipped=False,
     Skipped instances are only counted unless ``list_skipped``: on a busy
     cloud many instances are mid-operation at any time.
     """
+    return '\n'.join(text_lines(report, exit_code, verbose, list_skipped,
+                                run_id))
+
+
+def text_lines(report, exit_code, verbose=False, list_skipped=False,
+               run_id=None):
+    """``render_text``'s lines, one at a time."""
     cell_names = {c.uuid: c.name for c in report.cells}
-    lines = []
     hidden = 0
     for cell in report.cells:
         label = '%s(%s)' % (cell.uuid, cell.name) if cell.name else str(
             cell.uuid)
-        for finding in report.findings + report.notices:
+        for finding in itertools.chain(report.findings, report.notices):
             if finding.cell_uuid != cell.uuid:
                 continue
             if finding.status is Status.SKIPPED and not list_skipped:
                 hidden += 1
             else:
-                lines.extend(_finding_line(finding, cell_names, verbose))
+                yield from _finding_line(finding, cell_names, verbose)
         if cell.error:
-            lines.append('Cell %s: ERROR %s' % (label, cell.error))
+            yield 'Cell %s: ERROR %s' % (label, cell.error)
         counts = _cell_dict(cell)
         counts['instances_checked'] = cell.checked
-        lines.append('Cell %s: %s' % (label, _counts(counts)))
-    lines.append('Total: %s' % _counts(report.summary()))
+        yield 'Cell %s: %s' % (label, _counts(counts))
+    yield 'Total: %s' % _counts(report.summary())
     if hidden:
-        lines.append('%d skipped instance(s) not listed; --verbose lists '
-                     'them.' % hidden)
+        yield ('%d skipped instance(s) not listed; --verbose lists them.'
+               % hidden)
     if report.more_remain:
-        lines.append('Max count reached; more instances remain: run again.')
+        yield 'Max count reached; more instances remain: run again.'
     summary = report.summary()
     if report.dry_run:
-        lines.append('Dry run: nothing was written; %d instance(s) would be '
-                     'healed.' % summary['drifted'])
+        yield ('Dry run: nothing was written; %d instance(s) would be '
+               'healed.' % summary['drifted'])
     if run_id:
-        lines.append('Run id: %s ("nova-heal audit show %s")'
-                     % (run_id, run_id))
-    lines.append('Exit code %d (%s).'
-                 % (exit_code, _outcome(exit_code, report)))
-    return '\n'.join(lines)
+        yield 'Run id: %s ("nova-heal audit show %s")' % (run_id, run_id)
+    yield 'Exit code %d (%s).' % (exit_code, _outcome(exit_code, report))

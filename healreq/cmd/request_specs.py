@@ -187,9 +187,9 @@ def _run(conf, argv, options, api_engine, store):
         code = ExitCode.NEEDS_ATTENTION
     store.finish_run(run_id, report.summary(), code)
     if conf.command.format == 'json':
-        common.emit(output.render_json(report, code, run_id))
+        common.emit_pieces(output.json_chunks(report, code, run_id), '')
     elif not conf.command.quiet:
-        common.emit(output.render_text(
+        common.emit_pieces(output.text_lines(
             report, code, verbose=conf.command.verbose,
             list_skipped=conf.command.verbose or bool(options.instance_uuid),
             run_id=run_id))
