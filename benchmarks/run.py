@@ -36,11 +36,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import sqlalchemy as sa
 
 import build
 from healreq.conf import healreq as healreq_conf
+from healreq.db import tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -169,11 +171,68 @@ def _healreq_revision():
                    else '')
 
 
+def _round_trip_ms(url, queries=300):
+    """The median time of ``SELECT 1`` through ``url``, in milliseconds."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            times = []
+            for _ in range(queries):
+                started = time.perf_counter()
+                conn.exec_driver_sql('SELECT 1').scalar()
+                times.append(time.perf_counter() - started)
+    finally:
+        engine.dispose()
+    return 1000.0 * statistics.median(times)
+
+
+def start_relay(url, rtt_ms):
+    """Start benchmarks/latency.py in front of ``url``'s server.
+
+    Returns the process and the (host, port) it listens on.
+    """
+    target = sa.engine.make_url(url)
+    host = target.host if target.host not in (None, 'localhost') else (
+        '127.0.0.1')
+    relay = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, 'latency.py'),
+         '--target', '%s:%d' % (host, target.port or 3306),
+         '--rtt-ms', str(rtt_ms)], stdout=subprocess.PIPE, text=True)
+    line = relay.stdout.readline().split()
+    if len(line) != 2 or line[0] != 'listening':
+        relay.kill()
+        raise Failure('latency.py did not start: %r' % line)
+    listen_host, _, port = line[1].rpartition(':')
+    return relay, (listen_host, int(port))
+
+
+def routed(urls, address):
+    """``urls`` (role -> URL) reaching their server at ``address``."""
+    host, port = address
+    return {role: sa.engine.make_url(url).set(
+        host=host, port=port).render_as_string(hide_password=False)
+        for role, url in urls.items()}
+
+
+def map_cells(api_url, urls):
+    """Point the deployment's cell mappings at ``urls`` (role -> URL)."""
+    engine = sa.create_engine(api_url)
+    t = tables.cell_mappings
+    try:
+        with engine.begin() as conn:
+            for role, url in urls.items():
+                if role.startswith('cell') and role != 'cell0':
+                    conn.execute(t.update().where(t.c.name == role).values(
+                        database_connection=url))
+    finally:
+        engine.dispose()
+
+
 def _mib(kib):
     return kib / 1024.0
 
 
-def report(args, deployment, runs, sample_size, server, loads):
+def report(args, deployment, runs, sample_size, server, loads, network):
     meta = deployment['meta']
     instances = args.instances
     split = build.cell_split(instances)
@@ -204,6 +263,7 @@ def report(args, deployment, runs, sample_size, server, loads):
             sample_size, '' if sample_size == instances else
             ' (the first of each cell; its per-instance rate is compared)'),
         'MariaDB       %s' % server,
+        'network       %s' % network,
         'Python        %s; SQLAlchemy %s; PyMySQL %s; %d CPUs'
         % (platform.python_version(), metadata.version('SQLAlchemy'),
            metadata.version('PyMySQL'), os.cpu_count() or 0),
@@ -274,6 +334,11 @@ def main(argv=None):
     parser.add_argument('--output',
                         help='Results file (default: benchmarks/'
                              'results-<N>.txt).')
+    parser.add_argument('--rtt-ms', type=float, default=0.0,
+                        help='Relay every connection through benchmarks/'
+                             'latency.py, adding this many milliseconds to '
+                             'each round trip (default 0: connect '
+                             'directly).')
     parser.add_argument('--rebuild', action='store_true',
                         help='Rebuild the deployment even if it exists.')
     parser.add_argument('--profile', metavar='FILE',
@@ -281,18 +346,33 @@ def main(argv=None):
                              'save the stats to FILE and print its top '
                              'functions.')
     args = parser.parse_args(argv)
-    if args.instances < 2 or args.rounds < 1:
-        parser.error('--instances must be at least 2, --rounds at least 1')
+    if args.instances < 2 or args.rounds < 1 or args.rtt_ms < 0:
+        parser.error('--instances must be at least 2, --rounds at least 1, '
+                     '--rtt-ms not negative')
     args.batch_size = args.batch_size or _default_batch_size()
-    output = args.output or os.path.join(HERE,
-                                         'results-%d.txt' % args.instances)
+    output = args.output or os.path.join(HERE, 'results-%d%s.txt' % (
+        args.instances, '-rtt%gms' % args.rtt_ms if args.rtt_ms else ''))
 
     deployment = build.ensure(args.instances, args.rebuild)
     sample = naive_sample(args.instances, args.naive_sample)
     mismatches = build.expected_flavor_drift(sample)
-    server = _versions(deployment['urls']['api'])
+    direct = deployment['urls']
+    server = _versions(direct['api'])
+    relay = None
     workdir = tempfile.mkdtemp(prefix='healreq-bench-')
     try:
+        network = 'direct, SELECT 1 round trip %.3f ms' % _round_trip_ms(
+            direct['api'])
+        if args.rtt_ms:
+            relay, address = start_relay(direct['api'], args.rtt_ms)
+            deployment = dict(deployment, urls=routed(direct, address))
+            network = ('through benchmarks/latency.py adding %g ms, SELECT '
+                       '1 round trip %.3f ms (%s)' % (
+                           args.rtt_ms,
+                           _round_trip_ms(deployment['urls']['api']),
+                           network))
+        # Every contender finds the cells through cell_mappings.
+        map_cells(direct['api'], deployment['urls'])
         config = os.path.join(workdir, 'nova.conf')
         build.write_config(config, deployment, workdir)
 
@@ -336,7 +416,7 @@ def main(argv=None):
                       % (number, args.rounds, name, result['wall'],
                          _mib(result['rss_kib'])), flush=True)
         text = report(args, deployment, runs, len(sample), server,
-                      (load_before, os.getloadavg()[0]))
+                      (load_before, os.getloadavg()[0]), network)
         print('\n' + text, end='')
         with open(output, 'w') as handle:
             handle.write(text)
@@ -348,6 +428,10 @@ def main(argv=None):
         print('FAILED: %s' % exc, file=sys.stderr)
         return 1
     finally:
+        if relay is not None:
+            map_cells(direct['api'], direct)
+            relay.kill()
+            relay.wait()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
