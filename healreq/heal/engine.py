@@ -99,6 +99,13 @@ class _FindingsLog(object):
             self._pending = []
 
 
+def _cell_fields(rows, uuid):
+    """InstanceRecord fields of ``uuid`` from ``_read_cell_rows``' rows."""
+    return {name: found.get(uuid, frozenset()
+                            if name == 'failed_resize_flavor_ids' else [])
+            for name, found in rows.items()}
+
+
 def _utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(
         tzinfo=None, microsecond=0)
@@ -367,6 +374,10 @@ class Engine(object):
             'extras': cell_queries.get_instance_extras(conn, uuids),
             'migrations': cell_queries.get_migrations_in_progress(
                 conn, uuids),
+            # Rarely any, but reading them with the batch keeps a query
+            # off the evaluating thread when a drift needs explaining.
+            'failed_resize_flavor_ids': (
+                cell_queries.get_failed_resize_flavor_ids(conn, uuids)),
             'system_metadata': {},
             'block_devices': {},
         }
@@ -388,13 +399,8 @@ class Engine(object):
         for instance in instances:
             uuid = instance['uuid']
             record = checks.InstanceRecord(
-                instance=instance,
-                mapping=mappings.get(uuid),
-                extras=rows['extras'].get(uuid, []),
-                migrations=rows['migrations'].get(uuid, []),
-                system_metadata=rows['system_metadata'].get(uuid, []),
-                block_devices=rows['block_devices'].get(uuid, []),
-                spec_row=specs.get(uuid))
+                instance=instance, mapping=mappings.get(uuid),
+                spec_row=specs.get(uuid), **_cell_fields(rows, uuid))
             checks.parse_spec(record)
             records.append(record)
         return records
@@ -408,7 +414,6 @@ class Engine(object):
         evaluations = [checks.evaluate(record, cell, now,
                                        self.options.settings, self.profile)
                        for record in records]
-        self._explain_drift(engine, records, evaluations, cell, now)
         # Instances about to be written are read again, all at once, right
         # before their writes: a decision is only acted upon if it still
         # holds for the records as they are now. A dry run does the same,
@@ -440,24 +445,6 @@ class Engine(object):
         sink.findings.extend(listed)
         log.add(listed)
         return processed
-
-    def _explain_drift(self, engine, records, evaluations, cell, now):
-        """Re-evaluate drifted instances knowing their failed resizes."""
-        drifted = [i for i, e in enumerate(evaluations)
-                   if e.finding.status is Status.DRIFTED
-                   and e.finding.reason == 'spec-drift']
-        if not drifted:
-            return
-        with engine.connect() as conn:
-            failed = cell_queries.get_failed_resize_flavor_ids(
-                conn, [records[i].instance['uuid'] for i in drifted])
-        for index in drifted:
-            record = records[index]
-            record.failed_resize_flavor_ids = failed.get(
-                record.instance['uuid'], frozenset())
-            if record.failed_resize_flavor_ids:
-                evaluations[index] = checks.evaluate(
-                    record, cell, now, self.options.settings, self.profile)
 
     # -- writing -----------------------------------------------------------
 
@@ -551,8 +538,7 @@ class Engine(object):
             instance = instances.get(uuid) or dict(record.instance,
                                                    deleted=-1)
             fresh[uuid] = dataclasses.replace(
-                record, instance=instance,
-                **{name: found.get(uuid, []) for name, found in rows.items()})
+                record, instance=instance, **_cell_fields(rows, uuid))
         return fresh
 
     @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
