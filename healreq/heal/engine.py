@@ -15,9 +15,10 @@
 
 Per cell, live instances are read in keyset-paginated batches; each batch
 costs one query per table in the cell and in the API database, whatever
-its size. Decisions are delegated to ``checks``; a write re-reads the
-instance, re-decides, and swaps the spec only if the row still holds the
-text that was read.
+its size, and is read by a thread while the previous one is evaluated
+(``readahead``). Decisions are delegated to ``checks``; a write re-reads
+the instance, re-decides, and swaps the spec only if the row still holds
+the text that was read.
 """
 
 from concurrent import futures
