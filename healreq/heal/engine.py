@@ -102,9 +102,7 @@ class _FindingsLog(object):
 
 def _cell_fields(rows, uuid):
     """InstanceRecord fields of ``uuid`` from ``_read_cell_rows``' rows."""
-    return {name: found.get(uuid, frozenset()
-                            if name == 'failed_resize_flavor_ids' else [])
-            for name, found in rows.items()}
+    return {name: found.get(uuid, []) for name, found in rows.items()}
 
 
 def _utcnow():
@@ -326,8 +324,9 @@ class Engine(object):
                     conn, after_id, self.options.batch_size)
                 if not page:
                     return
-                rows = self._read_cell_rows(conn, [i['uuid'] for i in page])
-            yield self._records(page, rows)
+                rows, failed = self._read_batch_rows(
+                    conn, [i['uuid'] for i in page])
+            yield self._records(page, rows, failed)
             after_id = page[-1]['id']
 
     def _throttle(self):
@@ -365,8 +364,18 @@ class Engine(object):
             found = cell_queries.get_instances(conn, [instance_uuid])
             if not found:
                 return []
-            rows = self._read_cell_rows(conn, [instance_uuid])
-        return self._records(list(found.values()), rows)
+            rows, failed = self._read_batch_rows(conn, [instance_uuid])
+        return self._records(list(found.values()), rows, failed)
+
+    def _read_batch_rows(self, conn, uuids):
+        """``_read_cell_rows`` and the targets of failed resizes.
+
+        Failed resizes only explain a drift; they are rarely any, but
+        reading them with the batch keeps a query off the evaluating
+        thread, and the re-read before a write can leave them out.
+        """
+        return (self._read_cell_rows(conn, uuids),
+                cell_queries.get_failed_resize_flavor_ids(conn, uuids))
 
     def _read_cell_rows(self, conn, uuids):
         """The cell rows the checked fields need, one query per table."""
@@ -375,10 +384,6 @@ class Engine(object):
             'extras': cell_queries.get_instance_extras(conn, uuids),
             'migrations': cell_queries.get_migrations_in_progress(
                 conn, uuids),
-            # Rarely any, but reading them with the batch keeps a query
-            # off the evaluating thread when a drift needs explaining.
-            'failed_resize_flavor_ids': (
-                cell_queries.get_failed_resize_flavor_ids(conn, uuids)),
             'system_metadata': {},
             'block_devices': {},
         }
@@ -390,7 +395,7 @@ class Engine(object):
                 conn, uuids)
         return rows
 
-    def _records(self, instances, rows):
+    def _records(self, instances, rows, failed_resizes):
         """InstanceRecords of ``instances``, with their API rows read."""
         uuids = [i['uuid'] for i in instances]
         with self.api_engine.connect() as conn:
@@ -401,7 +406,10 @@ class Engine(object):
             uuid = instance['uuid']
             record = checks.InstanceRecord(
                 instance=instance, mapping=mappings.get(uuid),
-                spec_row=specs.get(uuid), **_cell_fields(rows, uuid))
+                spec_row=specs.get(uuid),
+                failed_resize_flavor_ids=failed_resizes.get(uuid,
+                                                            frozenset()),
+                **_cell_fields(rows, uuid))
             checks.parse_spec(record)
             records.append(record)
         return records
