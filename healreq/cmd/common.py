@@ -107,9 +107,16 @@ def first_line(exc):
 
 
 def uuid_option(value, what):
-    """Canonical UUID of an option value, or None; Stop(127) if invalid."""
-    if not value:
+    """Canonical UUID of an option value, or None; Stop(127) if invalid.
+
+    Only an absent option means "no filter": an empty or blank value (a
+    script's unset ``$UUID``) is refused, never widened to everything.
+    """
+    if value is None:
         return None
+    if not value.strip():
+        raise invalid('--%s was given an empty value; pass a UUID or leave '
+                      'the option out' % what)
     try:
         return canonical_uuid(value, what)
     except ValueError as exc:

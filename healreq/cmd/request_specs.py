@@ -101,6 +101,12 @@ def _options(conf):
     command = conf.command
     instance = common.uuid_option(command.instance, 'instance')
     cell = common.uuid_option(command.cell, 'cell')
+    for name in ('plan', 'metrics_file'):
+        value = getattr(command, name)
+        if value is not None and not value.strip():
+            raise common.invalid('--%s was given an empty value; pass a '
+                                 'path or leave the option out'
+                                 % name.replace('_', '-'))
     if command.force and not instance:
         raise common.invalid('--force requires --instance')
     if command.plan and not command.dry_run:
