@@ -28,6 +28,8 @@ from healreq.cmd import output
 
 ExitCode = common.ExitCode
 
+LIST_LIMIT = 100000  # most runs "audit list" shows at once
+
 _REPLAY_EXIT_CODES = """\
 exit codes:
   0    changes written (with --dry-run: would be written)
@@ -49,7 +51,8 @@ def add_parsers(subparsers):
     actions = audit.add_subparsers(dest='audit_action', metavar='ACTION')
     actions.required = True
     listing = actions.add_parser('list', help='List the latest runs.')
-    listing.add_argument('--limit', type=int, default=20, metavar='N',
+    listing.add_argument('--limit', default=20, metavar='N',
+                         type=common.bounded_int(1, LIST_LIMIT),
                          help='How many runs (default 20).')
     listing.add_argument('--format', choices=('text', 'json'),
                          default='text')
@@ -90,8 +93,6 @@ def add_parsers(subparsers):
 
 
 def audit_list(conf, argv):
-    if conf.command.limit < 1:
-        raise common.invalid('--limit must be a positive integer')
     store = common.open_audit(conf)
     try:
         runs = store.list_runs(conf.command.limit)

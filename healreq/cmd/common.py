@@ -13,6 +13,7 @@
 
 """What the commands share: exit codes, errors, engines and the audit."""
 
+import argparse
 import contextlib
 import enum
 import os
@@ -104,6 +105,37 @@ def invalid(message):
 def first_line(exc):
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else ''
+
+
+def bounded_int(low, high):
+    """An argparse ``type`` for a whole number between low and high."""
+    def parse(text):
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                'expected a whole number, got %r' % text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                'must be between %d and %d, got %s' % (low, high, text))
+        return value
+    return parse
+
+
+def bounded_float(low, high):
+    """An argparse ``type`` for a finite number between low and high."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                'expected a number, got %r' % text)
+        # NaN fails every comparison, so it is refused here too.
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                'must be between %g and %g, got %s' % (low, high, text))
+        return value
+    return parse
 
 
 def uuid_option(value, what):

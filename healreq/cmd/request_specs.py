@@ -31,6 +31,16 @@ from healreq.heal import fields
 
 ExitCode = common.ExitCode
 
+# Bounds of the numeric options. Values outside them are refused (exit 127)
+# before anything is read: an infinite pause, a rate that never lets a batch
+# through, or a count no deployment has only ever come from a typo.
+MAX_COUNT_LIMIT = 10 ** 9
+BATCH_SIZE_LIMIT = 10000  # [healreq]/batch_size's maximum
+WORKERS_LIMIT = 64
+SLEEP_LIMIT = 3600.0
+MIN_RATE = 0.01
+MAX_RATE = 10.0 ** 9
+
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
@@ -51,10 +61,12 @@ def add_parser(subparsers):
                              'instance_mappings).')
     target.add_argument('--cell', metavar='UUID',
                         help='Only this cell.')
-    parser.add_argument('--max-count', metavar='N', type=int,
+    parser.add_argument('--max-count', metavar='N',
+                        type=common.bounded_int(1, MAX_COUNT_LIMIT),
                         help='Stop after N instances were healed (or would '
                              'be, with --dry-run); exit 1 if more remain.')
-    parser.add_argument('--batch-size', metavar='N', type=int,
+    parser.add_argument('--batch-size', metavar='N',
+                        type=common.bounded_int(1, BATCH_SIZE_LIMIT),
                         help='Instances read per query (default: '
                              '[healreq]/batch_size).')
     parser.add_argument('--force', action='store_true',
@@ -71,15 +83,18 @@ def add_parser(subparsers):
                         help='With --dry-run: write every change the run '
                              'would make to FILE, for review and for '
                              '"nova-heal apply FILE".')
-    parser.add_argument('--workers', metavar='N', type=int, default=1,
+    parser.add_argument('--workers', metavar='N', default=1,
+                        type=common.bounded_int(1, WORKERS_LIMIT),
                         help='Process up to N cells in parallel, each with '
                              'its own connections (default 1); results are '
                              'reported in cell order.')
-    parser.add_argument('--sleep', metavar='SECONDS', type=float,
+    parser.add_argument('--sleep', metavar='SECONDS',
+                        type=common.bounded_float(0.0, SLEEP_LIMIT),
                         default=0.0,
                         help='Pause this long after each batch, to spare a '
                              'busy database.')
-    parser.add_argument('--max-rate', metavar='N', type=float,
+    parser.add_argument('--max-rate', metavar='N',
+                        type=common.bounded_float(MIN_RATE, MAX_RATE),
                         help='Check at most N instances per second.')
     parser.add_argument('--metrics-file', metavar='PATH',
                         help='At the end, write Prometheus metrics (text '
@@ -111,15 +126,6 @@ def _options(conf):
         raise common.invalid('--force requires --instance')
     if command.plan and not command.dry_run:
         raise common.invalid('--plan requires --dry-run')
-    for name in ('max_count', 'batch_size', 'workers'):
-        value = getattr(command, name)
-        if value is not None and value < 1:
-            raise common.invalid('--%s must be a positive integer'
-                                 % name.replace('_', '-'))
-    if command.sleep < 0 or (command.max_rate is not None
-                             and command.max_rate <= 0):
-        raise common.invalid('--sleep must not be negative and --max-rate '
-                             'must be positive')
     checked = tuple(name.strip() for name in command.fields.split(',')
                     if name.strip())
     if not checked or set(checked) - set(fields.FIELD_NAMES):

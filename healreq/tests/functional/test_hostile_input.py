@@ -59,3 +59,45 @@ class EmptyFilterTest(fixtures.DeploymentTestCase):
                                         value])
             self.assert_refused_untouched(result, '--instance')
         self.assertEqual(healed, self.all_spec_texts())
+
+
+class NumberValidationTest(fixtures.DeploymentTestCase):
+    """Numbers that cannot be honoured are refused before any write."""
+
+    REFUSED = [
+        ('--sleep', 'nan'), ('--sleep', 'inf'), ('--sleep', '-1'),
+        ('--max-rate', '1e-300'), ('--max-rate', 'nan'),
+        ('--max-rate', 'inf'), ('--max-rate', '0'),
+        ('--batch-size', '99999999999999999999'), ('--batch-size', '0'),
+        ('--max-count', '1.7'), ('--max-count', '-3'),
+        ('--workers', '1e3'), ('--workers', '100000'),
+    ]
+
+    def test_request_specs_refuses_unusable_numbers(self):
+        self.add_drifted(self.cell1)
+        self.add_drifted(self.cell2)
+        before = self.all_spec_texts()
+        for option, value in self.REFUSED:
+            result = self.heal(option, value)
+            self.assertEqual(127, result.code,
+                             '%s %s: %s' % (option, value, result.stderr))
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(1, len(lines), result.stderr)
+            self.assertIn(option, lines[0])
+        self.assertEqual(before, self.all_spec_texts())
+        self.assertEqual([], os.listdir(self.state_path))
+
+    def test_audit_list_refuses_unusable_limits(self):
+        for value in ('1e20', '99999999999999999999', '0', 'x'):
+            result = fixtures.run_main(['--config-file', self.config_file,
+                                        'audit', 'list', '--limit', value])
+            self.assertEqual(127, result.code, result.stderr)
+            self.assertEqual(1, len(result.stderr.strip().splitlines()),
+                             result.stderr)
+
+    def test_fractional_pauses_and_rates_are_accepted(self):
+        uuid = self.add_drifted(self.cell1)
+        before = self.deployment.spec_text(uuid)
+        result = self.heal('--sleep', '0.001', '--max-rate', '1e6')
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertNotEqual(before, self.deployment.spec_text(uuid))
