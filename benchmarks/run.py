@@ -43,6 +43,7 @@ import sqlalchemy as sa
 import build
 from healreq.conf import healreq as healreq_conf
 from healreq.db import tables
+from healreq.heal import engine as heal_engine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -119,8 +120,13 @@ def check_tool(result, instances, drifted):
 
 def check_floor(result, instances):
     document = _document(result, 'floor')
+    # A spec, a flavor and PCI requests per instance; some 24 system
+    # metadata rows each; the tool's sample of the newest specs.
     if (result['code'] != 0 or document.get('instances') != instances
-            or document.get('documents') != 3 * instances):
+            or document.get('documents') != 3 * instances
+            or document.get('system_metadata', 0) < instances
+            or document.get('version_sample') != min(
+                instances, heal_engine.VERSION_SAMPLE)):
         raise Failure('floor: exit code %d, read %s (expected %d instances)'
                       % (result['code'], document, instances))
 
@@ -392,7 +398,8 @@ def main(argv=None):
             'floor': lambda number: [
                 sys.executable, os.path.join(HERE, 'floor.py'),
                 '--config-file', config,
-                '--batch-size', str(args.batch_size)],
+                '--batch-size', str(args.batch_size),
+                '--version-sample', str(heal_engine.VERSION_SAMPLE)],
             'naive': lambda number: [
                 sys.executable, os.path.join(HERE, 'naive.py'),
                 '--config-file', config, '--sample', str(len(sample))],
