@@ -57,16 +57,6 @@ class Failure(Exception):
     """A contender failed or produced wrong results."""
 
 
-def _nova_heal():
-    beside = os.path.join(os.path.dirname(sys.executable), 'nova-heal')
-    if os.path.exists(beside):
-        return [beside]
-    found = shutil.which('nova-heal')
-    if found:
-        return [found]
-    return [sys.executable, '-m', 'healreq.cmd.heal']
-
-
 def _default_batch_size():
     for opt in healreq_conf.healreq_opts:
         if opt.name == 'batch_size':
@@ -305,7 +295,7 @@ def report(args, deployment, runs, sample_size, server, loads, network):
 def profile_tool(tool_argv, path):
     """Run the tool once under cProfile; print its top functions."""
     if tool_argv[0] == sys.executable:
-        tool_argv = tool_argv[1:]  # -m healreq.cmd.heal ...
+        tool_argv = tool_argv[1:]  # benchmarks/tool.py ...
     result = measure([sys.executable, '-m', 'cProfile', '-o', path]
                      + tool_argv)
     if result['code'] != 0:
@@ -389,9 +379,9 @@ def main(argv=None):
             os.mkdir(state)
             tool_config = os.path.join(state, 'nova.conf')
             build.write_config(tool_config, deployment, state)
-            return _nova_heal() + [
-                '--config-file', tool_config, 'request-specs', '--dry-run',
-                '--format', 'json', '--batch-size', str(args.batch_size)]
+            return [sys.executable, os.path.join(HERE, 'tool.py'),
+                    '--config-file', tool_config,
+                    '--batch-size', str(args.batch_size)]
 
         commands = {
             'tool': tool,
