@@ -11,37 +11,49 @@
 #    under the License.
 
 
-"""Helpers shared by the benchmark contenders (kept import-light).
+"""Helpers shared by the floor and naive contenders.
 
-The floor and naive contenders import only this module, SQLAlchemy and
-``healreq.db.tables``, so that their start-up cost is that of any small
-SQLAlchemy script.
+Both reach the databases the way ``nova-heal`` does: the tool's engine
+factory (``healreq.db.engines``), its cell selection and the cell URLs
+formatted as it formats them, so that connecting costs them what it
+costs the tool. nova.conf is read with ``configparser``: parsing
+options is not part of reading the data.
 """
 
 import configparser
 import json
 import sys
 
-import sqlalchemy as sa
+from healreq.db import api_queries
+from healreq.db import engines
+from healreq.db import urls
 
-from healreq.db import tables
 
-
-def api_url(config_file):
-    """``[api_database]/connection`` of a nova.conf."""
+def connections(config_file):
+    """``[api_database]/connection`` and ``[database]/connection``."""
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.read(config_file)
-    return parser.get('api_database', 'connection')
+    return (parser.get('api_database', 'connection'),
+            parser.get('database', 'connection', fallback=None))
+
+
+def api_engine(config_file):
+    """The API database engine, created as the tool creates it."""
+    return engines.create_engine(connections(config_file)[0])
 
 
 def cells(api_engine):
-    """The cell mappings to walk (all but cell0), ordered by id."""
-    t = tables.cell_mappings
-    query = sa.select(t.c.id, t.c.uuid, t.c.name,
-                      t.c.database_connection).where(
-        t.c.uuid != tables.CELL0_UUID).order_by(t.c.id)
+    """The cell mappings the tool walks (all but cell0), ordered by id."""
     with api_engine.connect() as conn:
-        return [dict(row._mapping) for row in conn.execute(query)]
+        return [cell for cell in api_queries.get_cells(conn)
+                if cell['uuid'] != api_queries.CELL0_UUID]
+
+
+def cell_engine(cell, config_file):
+    """A cell's engine, its URL formatted as the tool formats it."""
+    reference = connections(config_file)[1]
+    return engines.create_engine(urls.format_cell_url(
+        cell['database_connection'] or '', reference))
 
 
 def emit(document):

@@ -13,101 +13,117 @@
 
 """The floor: read what nova-heal reads, decode the JSON, nothing else.
 
-Per cell (cell0 excluded), live instances are read in keyset-paginated
-pages on ``instances.id``; for each page, one query per table fetches the
-same columns and rows as ``nova-heal request-specs``: instance_extra
-(flavor, pci_requests), in-progress migrations, system metadata and root
-block device mappings in the cell, then instance_mappings and
-request_specs in the API database, by ``IN (...)``. The spec, the
-embedded flavors and the PCI requests are decoded with ``json.loads``.
-No decision is taken and nothing is written.
+Every read goes through the tool's own query functions
+(``healreq.db.cell_queries`` and ``api_queries``), called as a dry run of
+``nova-heal request-specs`` (default ``--fields``) calls them: the
+newest specs that teach the run its object versions, then per cell
+(cell0 excluded) keyset-paginated pages of live instances; per page, in
+the cell, instance_extra, in-progress migrations, system metadata
+(aggregated by the server, with the tool's fallback to rows), root block
+device mappings and failed resizes, then, in the API database, instance
+mappings and request specs, one ``IN (...)`` query per table. The specs,
+the embedded flavors and the PCI requests are decoded with
+``json.loads``. No decision is taken and nothing is written.
 
-Prints one JSON line: instances, rows read and documents decoded.
+Prints one JSON line: instances, rows read, documents decoded.
 """
 
 import argparse
 import json
 import sys
 
-import sqlalchemy as sa
-
 import common
-from healreq.db import tables
-
-# As healreq.db.cell_queries.TERMINAL_MIGRATION_STATUSES.
-TERMINAL = ('confirmed', 'reverted', 'error', 'failed', 'completed',
-            'cancelled', 'done')
+from healreq.db import api_queries
+from healreq.db import cell_queries
 
 
-def _queries():
-    i = tables.instances
-    e = tables.instance_extra
-    m = tables.migrations
-    s = tables.instance_system_metadata
-    b = tables.block_device_mapping
-    im = tables.instance_mappings
-    rs = tables.request_specs
-    uuids = sa.bindparam('uuids', expanding=True)
-    return {
-        'page': sa.select(
-            i.c.id, i.c.uuid, i.c.deleted, i.c.hidden, i.c.vm_state,
-            i.c.task_state, i.c.host, i.c.updated_at, i.c.instance_type_id,
-            i.c.vcpus, i.c.memory_mb, i.c.root_gb, i.c.ephemeral_gb,
-            i.c.project_id, i.c.user_id, i.c.image_ref).where(
-            i.c.deleted == 0, i.c.id > sa.bindparam('after')).order_by(
-            i.c.id).limit(sa.bindparam('limit')),
-        'extra': sa.select(e.c.id, e.c.instance_uuid, e.c.flavor,
-                           e.c.pci_requests).where(
-            e.c.deleted == 0, e.c.instance_uuid.in_(uuids)).order_by(e.c.id),
-        'migrations': sa.select(m.c.id, m.c.uuid, m.c.instance_uuid,
-                                m.c.status, m.c.migration_type).where(
-            m.c.deleted == 0, m.c.instance_uuid.in_(uuids),
-            sa.or_(m.c.status.is_(None), m.c.status.not_in(TERMINAL))
-        ).order_by(m.c.id.desc()),
-        'sysmeta': sa.select(s.c.id, s.c.instance_uuid, s.c.key, s.c.value,
-                             s.c.deleted).where(s.c.instance_uuid.in_(uuids)),
-        'bdm': sa.select(b.c.id, b.c.instance_uuid, b.c.boot_index,
-                         b.c.destination_type).where(
-            b.c.deleted == 0, b.c.boot_index == 0,
-            b.c.instance_uuid.in_(uuids)).order_by(b.c.id),
-        'mappings': sa.select(im.c.instance_uuid, im.c.cell_id,
-                              im.c.queued_for_delete).where(
-            im.c.instance_uuid.in_(uuids)),
-        'specs': sa.select(rs.c.id, rs.c.instance_uuid, rs.c.spec).where(
-            rs.c.instance_uuid.in_(uuids)),
-    }
+def read_cell_rows(conn, uuids):
+    """A page's cell rows, read as the tool reads them."""
+    return dict(
+        extras=cell_queries.get_instance_extras(conn, uuids),
+        migrations=cell_queries.get_migrations_in_progress(conn, uuids),
+        system_metadata=cell_queries.get_system_metadata(conn, uuids),
+        block_devices=cell_queries.get_root_block_devices(conn, uuids),
+        failed_resizes=cell_queries.get_failed_resize_flavor_ids(conn,
+                                                                 uuids),
+    )
 
 
-def walk(api_engine, batch_size):
-    queries = _queries()
-    counts = dict(instances=0, rows=0, documents=0)
-    for cell in common.cells(api_engine):
-        engine = sa.create_engine(cell['database_connection'])
+def pages(cell_engine, api_engine, batch_size):
+    """Yield ``(instances, cell rows, mappings, specs)`` page by page.
+
+    Connections are taken as the tool's reader takes them: one from the
+    cell's pool for the page and its cell rows, then one from the API
+    database's pool.
+    """
+    after_id = 0
+    while True:
+        with cell_engine.connect() as conn:
+            page = cell_queries.get_instance_page(conn, after_id,
+                                                  batch_size)
+            if not page:
+                return
+            uuids = [instance['uuid'] for instance in page]
+            rows = read_cell_rows(conn, uuids)
+        with api_engine.connect() as api:
+            mappings = api_queries.get_instance_mappings(api, uuids)
+            specs = api_queries.get_request_specs(api, uuids)
+        yield page, rows, mappings, specs
+        after_id = page[-1]['id']
+
+
+def decode(rows, specs):
+    """Decode the JSON the tool decodes; return how many documents."""
+    documents = 0
+    for extras in rows['extras'].values():
+        for extra in extras:
+            json.loads(extra['flavor'])
+            documents += 1
+            if extra['pci_requests'] is not None:
+                json.loads(extra['pci_requests'])
+                documents += 1
+    for row in specs.values():
+        json.loads(row['spec'])
+        documents += 1
+    return documents
+
+
+def _count_rows(rows, mappings, specs):
+    found = len(mappings) + len(specs)
+    for name, by_uuid in rows.items():
+        if name == 'failed_resizes':
+            found += sum(len(ids) for ids in by_uuid.values())
+        else:
+            found += sum(len(items) for items in by_uuid.values())
+    return found
+
+
+def read_version_sample(api_engine, size):
+    """The newest specs, read and decoded once per run as the tool does."""
+    with api_engine.connect() as api:
+        texts = api_queries.get_newest_specs(api, size)
+    for text in texts:
+        json.loads(text)
+    return len(texts)
+
+
+def walk(config_file, api_engine, batch_size, version_sample):
+    # In the tool's order: the cells, then the version sample.
+    cells = common.cells(api_engine)
+    counts = dict(instances=0, rows=0, documents=0, system_metadata=0,
+                  version_sample=read_version_sample(api_engine,
+                                                     version_sample))
+    for cell in cells:
+        engine = common.cell_engine(cell, config_file)
         try:
-            with engine.connect() as conn, api_engine.connect() as api:
-                after = 0
-                while True:
-                    page = conn.execute(queries['page'], dict(
-                        after=after, limit=batch_size)).all()
-                    if not page:
-                        break
-                    after = page[-1].id
-                    uuids = dict(uuids=[row.uuid for row in page])
-                    extras = conn.execute(queries['extra'], uuids).all()
-                    rows = (conn.execute(queries['migrations'], uuids).all()
-                            + conn.execute(queries['sysmeta'], uuids).all()
-                            + conn.execute(queries['bdm'], uuids).all()
-                            + api.execute(queries['mappings'], uuids).all())
-                    specs = api.execute(queries['specs'], uuids).all()
-                    for row in extras:
-                        json.loads(row.flavor)
-                        json.loads(row.pci_requests)
-                    for row in specs:
-                        json.loads(row.spec)
-                    counts['instances'] += len(page)
-                    counts['rows'] += (len(page) + len(extras) + len(rows)
-                                       + len(specs))
-                    counts['documents'] += 2 * len(extras) + len(specs)
+            for page, rows, mappings, specs in pages(engine, api_engine,
+                                                     batch_size):
+                counts['instances'] += len(page)
+                counts['rows'] += len(page) + _count_rows(rows, mappings,
+                                                          specs)
+                counts['documents'] += decode(rows, specs)
+                counts['system_metadata'] += sum(
+                    len(items) for items in rows['system_metadata'].values())
         finally:
             engine.dispose()
     return counts
@@ -116,11 +132,16 @@ def walk(api_engine, batch_size):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--config-file', required=True)
-    parser.add_argument('--batch-size', type=int, default=200)
+    parser.add_argument('--batch-size', type=int, required=True,
+                        help='Instances per page (the tool\'s batch size).')
+    parser.add_argument('--version-sample', type=int, required=True,
+                        help='How many of the newest specs the tool reads '
+                             'to learn the object versions.')
     args = parser.parse_args(argv)
-    api_engine = sa.create_engine(common.api_url(args.config_file))
+    api_engine = common.api_engine(args.config_file)
     try:
-        common.emit(walk(api_engine, args.batch_size))
+        common.emit(walk(args.config_file, api_engine, args.batch_size,
+                         args.version_sample))
     finally:
         api_engine.dispose()
     return 0

@@ -13,12 +13,15 @@
 
 """The naive contender: an operator's quick per-instance script.
 
-Lists the live instances of each cell (cell0 excluded), then for each
-instance runs one query per table, ``... WHERE instance_uuid = :uuid``:
-instance_extra, system metadata, block device mappings and migrations in
-the cell, instance_mappings and request_specs in the API database. It
-decodes the spec and the embedded flavors and compares the spec's flavor
-id with ``instance_extra.flavor['cur']``; nothing else.
+Lists the live instances of each cell (cell0 excluded) in one query,
+then for each instance reads what ``nova-heal request-specs`` reads, with
+the tool's own query functions (``healreq.db.cell_queries`` and
+``api_queries``) called for that one instance: instance_extra,
+in-progress migrations, system metadata, root block device mappings and
+failed resizes in the cell, the instance mapping and the request spec in
+the API database, one query each. It decodes the spec and the embedded
+flavors and compares the spec's flavor id with
+``instance_extra.flavor['cur']``; nothing else.
 
 With ``--sample K`` only the first K instances (by id, split evenly
 between the cells) are processed, so that large deployments stay
@@ -31,72 +34,55 @@ import argparse
 import json
 import sys
 
-import sqlalchemy as sa
-
 import common
-from healreq.db import tables
+from healreq.db import api_queries
+from healreq.db import cell_queries
 
 
-def _queries():
-    i = tables.instances
-    e = tables.instance_extra
-    s = tables.instance_system_metadata
-    b = tables.block_device_mapping
-    m = tables.migrations
-    im = tables.instance_mappings
-    rs = tables.request_specs
-    uuid = sa.bindparam('uuid')
-    query = {
-        'extra': sa.select(e.c.id, e.c.flavor, e.c.pci_requests).where(
-            e.c.instance_uuid == uuid, e.c.deleted == 0),
-        'sysmeta': sa.select(s.c.key, s.c.value).where(
-            s.c.instance_uuid == uuid),
-        'bdm': sa.select(b.c.boot_index, b.c.destination_type).where(
-            b.c.instance_uuid == uuid, b.c.deleted == 0),
-        'migrations': sa.select(m.c.id, m.c.status, m.c.migration_type).where(
-            m.c.instance_uuid == uuid, m.c.deleted == 0),
-        'mapping': sa.select(im.c.cell_id, im.c.queued_for_delete).where(
-            im.c.instance_uuid == uuid),
-        'spec': sa.select(rs.c.id, rs.c.spec).where(
-            rs.c.instance_uuid == uuid),
-    }
-    listing = sa.select(i.c.id, i.c.uuid, i.c.vm_state, i.c.task_state,
-                        i.c.instance_type_id, i.c.image_ref).where(
-        i.c.deleted == 0).order_by(i.c.id)
-    return listing, query
+def read_instance(conn, api, uuid):
+    """One instance's extra and spec rows, every table read on its own."""
+    one = [uuid]
+    extras = cell_queries.get_instance_extras(conn, one).get(uuid)
+    cell_queries.get_migrations_in_progress(conn, one)
+    cell_queries.get_system_metadata(conn, one)
+    cell_queries.get_root_block_devices(conn, one)
+    cell_queries.get_failed_resize_flavor_ids(conn, one)
+    api_queries.get_instance_mappings(api, one)
+    spec = api_queries.get_request_specs(api, one).get(uuid)
+    return extras[0] if extras else None, spec
 
 
-def walk(api_engine, sample):
-    listing, query = _queries()
+def flavor_differs(extra, spec):
+    """Whether the spec's flavor id differs from the instance's."""
+    flavors = json.loads(extra['flavor'])
+    document = json.loads(spec['spec'])
+    spec_flavor = document['nova_object.data']['flavor']
+    return (spec_flavor['nova_object.data']['id']
+            != flavors['cur']['nova_object.data']['id'])
+
+
+def _share(sample, cells, position):
+    # The first instances of each cell, the sample split evenly.
+    return sample // cells + (1 if position < sample % cells else 0)
+
+
+def walk(config_file, api_engine, sample):
     cells = common.cells(api_engine)
     counts = dict(instances=0, flavor_mismatches=0)
     for position, cell in enumerate(cells):
-        if sample:
-            # The first instances of each cell, the sample split evenly.
-            share = (sample // len(cells)
-                     + (1 if position < sample % len(cells) else 0))
-            cell_listing = listing.limit(share)
-        else:
-            cell_listing = listing
-        engine = sa.create_engine(cell['database_connection'])
+        engine = common.cell_engine(cell, config_file)
         try:
             with engine.connect() as conn, api_engine.connect() as api:
-                for instance in conn.execute(cell_listing).all():
-                    u = dict(uuid=instance.uuid)
-                    extra = conn.execute(query['extra'], u).first()
-                    conn.execute(query['sysmeta'], u).all()
-                    conn.execute(query['bdm'], u).all()
-                    conn.execute(query['migrations'], u).all()
-                    api.execute(query['mapping'], u).first()
-                    spec = api.execute(query['spec'], u).first()
+                limit = (_share(sample, len(cells), position) if sample
+                         else cell_queries.count_live_instances(conn))
+                for instance in cell_queries.get_instance_page(conn, 0,
+                                                               limit):
+                    extra, spec = read_instance(conn, api,
+                                                instance['uuid'])
                     counts['instances'] += 1
                     if extra is None or spec is None:
                         continue
-                    flavors = json.loads(extra.flavor)
-                    document = json.loads(spec.spec)
-                    spec_flavor = document['nova_object.data']['flavor']
-                    if (spec_flavor['nova_object.data']['id']
-                            != flavors['cur']['nova_object.data']['id']):
+                    if flavor_differs(extra, spec):
                         counts['flavor_mismatches'] += 1
         finally:
             engine.dispose()
@@ -109,9 +95,9 @@ def main(argv=None):
     parser.add_argument('--sample', type=int, default=0,
                         help='Process only the first K instances (0: all).')
     args = parser.parse_args(argv)
-    api_engine = sa.create_engine(common.api_url(args.config_file))
+    api_engine = common.api_engine(args.config_file)
     try:
-        common.emit(walk(api_engine, args.sample))
+        common.emit(walk(args.config_file, api_engine, args.sample))
     finally:
         api_engine.dispose()
     return 0

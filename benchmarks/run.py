@@ -43,6 +43,7 @@ import sqlalchemy as sa
 import build
 from healreq.conf import healreq as healreq_conf
 from healreq.db import tables
+from healreq.heal import engine as heal_engine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -54,16 +55,6 @@ TARGET_NAIVE_RATIO = 20.0
 
 class Failure(Exception):
     """A contender failed or produced wrong results."""
-
-
-def _nova_heal():
-    beside = os.path.join(os.path.dirname(sys.executable), 'nova-heal')
-    if os.path.exists(beside):
-        return [beside]
-    found = shutil.which('nova-heal')
-    if found:
-        return [found]
-    return [sys.executable, '-m', 'healreq.cmd.heal']
 
 
 def _default_batch_size():
@@ -119,8 +110,13 @@ def check_tool(result, instances, drifted):
 
 def check_floor(result, instances):
     document = _document(result, 'floor')
+    # A spec, a flavor and PCI requests per instance; some 24 system
+    # metadata rows each; the tool's sample of the newest specs.
     if (result['code'] != 0 or document.get('instances') != instances
-            or document.get('documents') != 3 * instances):
+            or document.get('documents') != 3 * instances
+            or document.get('system_metadata', 0) < instances
+            or document.get('version_sample') != min(
+                instances, heal_engine.VERSION_SAMPLE)):
         raise Failure('floor: exit code %d, read %s (expected %d instances)'
                       % (result['code'], document, instances))
 
@@ -299,7 +295,7 @@ def report(args, deployment, runs, sample_size, server, loads, network):
 def profile_tool(tool_argv, path):
     """Run the tool once under cProfile; print its top functions."""
     if tool_argv[0] == sys.executable:
-        tool_argv = tool_argv[1:]  # -m healreq.cmd.heal ...
+        tool_argv = tool_argv[1:]  # benchmarks/tool.py ...
     result = measure([sys.executable, '-m', 'cProfile', '-o', path]
                      + tool_argv)
     if result['code'] != 0:
@@ -383,16 +379,17 @@ def main(argv=None):
             os.mkdir(state)
             tool_config = os.path.join(state, 'nova.conf')
             build.write_config(tool_config, deployment, state)
-            return _nova_heal() + [
-                '--config-file', tool_config, 'request-specs', '--dry-run',
-                '--format', 'json', '--batch-size', str(args.batch_size)]
+            return [sys.executable, os.path.join(HERE, 'tool.py'),
+                    '--config-file', tool_config,
+                    '--batch-size', str(args.batch_size)]
 
         commands = {
             'tool': tool,
             'floor': lambda number: [
                 sys.executable, os.path.join(HERE, 'floor.py'),
                 '--config-file', config,
-                '--batch-size', str(args.batch_size)],
+                '--batch-size', str(args.batch_size),
+                '--version-sample', str(heal_engine.VERSION_SAMPLE)],
             'naive': lambda number: [
                 sys.executable, os.path.join(HERE, 'naive.py'),
                 '--config-file', config, '--sample', str(len(sample))],

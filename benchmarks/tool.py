@@ -1,0 +1,52 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""The tool contender: one ``request-specs --dry-run`` over the deployment.
+
+Runs the whole dry run once, in this process, through ``dry_run`` (the
+only place that knows how the tool is invoked), writes its JSON report
+(``summary`` and ``dry_run`` at least) on stdout and exits with the
+run's exit code.
+"""
+
+import argparse
+import contextlib
+import io
+import sys
+
+from healreq.cmd import heal
+
+
+def dry_run(config_file, batch_size):
+    """Run request-specs --dry-run once; return (exit code, JSON text)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = heal.main(['--config-file', config_file, 'request-specs',
+                          '--dry-run', '--format', 'json',
+                          '--batch-size', str(batch_size)])
+    return code, out.getvalue()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--config-file', required=True)
+    parser.add_argument('--batch-size', type=int, required=True)
+    args = parser.parse_args(argv)
+    code, text = dry_run(args.config_file, args.batch_size)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == '__main__':
+    sys.exit(main())
