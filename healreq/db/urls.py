@@ -23,6 +23,8 @@ value untouched.
 import re
 from urllib import parse
 
+from sqlalchemy.engine import url as sa_url
+
 
 class TemplateError(ValueError):
     """The stored value is a template that cannot be formatted."""
@@ -76,12 +78,16 @@ def format_cell_url(stored, reference):
     """Return the connection URL Nova would use for a cell mapping.
 
     ``reference`` is the local ``[database]/connection`` (may be None).
-    Raises TemplateError when ``stored`` is a template that Nova would
-    leave unformatted, so that the caller can report it instead of
-    connecting to a URL with braces in it.
+    Like Nova, a value that cannot be formatted is used as it is stored
+    when it is a complete URL whose braces are all in its password (a
+    plain URL with a password such as ``p{x}``). Raises TemplateError when
+    it is a real template that Nova would leave unformatted, so that the
+    caller reports it instead of connecting to a URL with braces in it.
+    The error never quotes the stored value or the formatting error, which
+    may hold parts of a password.
     """
     if reference is None:
-        if '{' in stored:
+        if _is_template(stored):
             raise TemplateError('the cell database URL is a template but '
                                 '[database]/connection is not set')
         return stored
@@ -89,17 +95,34 @@ def format_cell_url(stored, reference):
         return stored.format(**_substitutions(reference))
     except (KeyError, IndexError, ValueError, AttributeError,
             TypeError) as exc:
-        if '{' in stored:
-            raise TemplateError('the cell database URL template cannot be '
-                                'formatted: %s: %s'
-                                % (type(exc).__name__, exc))
+        if _is_template(stored):
+            raise TemplateError(
+                'the cell database URL template cannot be formatted from '
+                '[database]/connection (%s)' % type(exc).__name__)
         return stored
 
 
+def _is_template(stored):
+    """Whether braces in ``stored`` stand anywhere but in its password."""
+    if '{' not in stored and '}' not in stored:
+        return False
+    try:
+        url = sa_url.make_url(stored)
+    except Exception:
+        return True
+    visible = [url.drivername, url.username, url.host, url.database]
+    for key, value in url.query.items():
+        visible.append(key)
+        visible.extend([value] if isinstance(value, str) else value)
+    return any('{' in part or '}' in part for part in visible if part)
+
+
 # ``scheme://user:password@`` and, in multi-host URLs, ``,user:password@``.
-# SQLAlchemy passwords may contain '/' but not '@'.
-_PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@\s]*@')
-_PASSWORD_IN_HOST_LIST = re.compile(r'(,[^:/@,\s]*:)[^@\s,]*@')
+# SQLAlchemy passwords may contain '/', spaces and braces but not '@'; a
+# password is masked up to the next '@' on its line, even if that masks a
+# little more than the password.
+_PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@\n]*@')
+_PASSWORD_IN_HOST_LIST = re.compile(r'(,[^:/@,\s]*:)[^@\n,]*@')
 
 
 def mask_password(text):

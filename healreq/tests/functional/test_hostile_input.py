@@ -14,7 +14,12 @@
 
 import json
 import os
+import uuid
 
+import sqlalchemy as sa
+from sqlalchemy.engine import url as sa_url
+
+from healreq.db import tables
 from healreq.tests.functional import fixtures
 
 
@@ -101,3 +106,97 @@ class NumberValidationTest(fixtures.DeploymentTestCase):
         result = self.heal('--sleep', '0.001', '--max-rate', '1e6')
         self.assertEqual(0, result.code, result.stderr)
         self.assertNotEqual(before, self.deployment.spec_text(uuid))
+
+
+class PasswordLeakTest(fixtures.DeploymentTestCase):
+    """No part of a password appears in any output or stored byte."""
+
+    def state_bytes(self):
+        data = b''
+        for directory, _, names in os.walk(self.state_path):
+            for name in names:
+                with open(os.path.join(directory, name), 'rb') as handle:
+                    data += handle.read()
+        return data
+
+    def assert_no_secret(self, secret_parts, *texts):
+        for part in secret_parts:
+            for text in texts:
+                self.assertNotIn(part, text)
+            self.assertNotIn(part.encode('utf-8'), self.state_bytes())
+
+    def test_audit_connection_password_with_spaces(self):
+        config = self.write_config(
+            'audit_connection = mysql+pymysql://healreq:Leak Part Secret@'
+            '127.0.0.1:1/healreq\n')
+        for argv in (['request-specs', '--dry-run'], ['audit', 'list'],
+                     ['request-specs', '--format', 'json']):
+            result = fixtures.run_main(['--config-file', config] + argv)
+            self.assertEqual(127, result.code, result.stderr)
+            self.assertEqual(1, len(result.stderr.strip().splitlines()),
+                             result.stderr)
+            self.assertIn('audit store', result.stderr)
+            self.assert_no_secret(['Leak', 'Part', 'Secret'],
+                                  result.stdout, result.stderr)
+
+
+class BracedPasswordCellTest(fixtures.DeploymentTestCase):
+    """A plain cell URL whose password holds braces works, as in Nova.
+
+    Only MySQL URLs carry a password, so this runs on MySQL alone.
+    """
+
+    scenarios = [s for s in fixtures.BACKENDS if s[0] == 'MySQL']
+    PASSWORD = 'Leak{LeakPart}'
+
+    def setUp(self):
+        super().setUp()
+        url = sa_url.make_url(self.cell2.url)
+        user = 'hr_%s' % uuid.uuid4().hex[:10]
+        admin = self.db.backend.engine
+        with admin.begin() as conn:
+            for host in ('localhost', '127.0.0.1', '%'):
+                account = "'%s'@'%s'" % (user, host)
+                conn.execute(sa.text(
+                    'CREATE USER %s IDENTIFIED BY :pw' % account),
+                    {'pw': self.PASSWORD})
+                conn.execute(sa.text('GRANT ALL ON `%s`.* TO %s'
+                                     % (url.database, account)))
+        self.addCleanup(self._drop_user, admin, user)
+        stored = 'mysql+pymysql://%s:%s@%s:%s/%s' % (
+            user, self.PASSWORD, url.host, url.port or 3306, url.database)
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(tables.cell_mappings.update().where(
+                tables.cell_mappings.c.uuid == self.cell2.uuid).values(
+                    database_connection=stored))
+
+    def _drop_user(self, admin, user):
+        with admin.begin() as conn:
+            for host in ('localhost', '127.0.0.1', '%'):
+                conn.execute(sa.text("DROP USER IF EXISTS '%s'@'%s'"
+                                     % (user, host)))
+
+    def test_cell_is_healed_and_password_never_shown(self):
+        drifted = self.add_drifted(self.cell2)
+        before = self.deployment.spec_text(drifted)
+        texts = []
+        for args in (['--dry-run', '--verbose'], ['--verbose']):
+            result, doc = self.heal_json(*args)
+            self.assertEqual(0, result.code, result.stderr)
+            self.assertEqual([(drifted, 'drifted' if '--dry-run' in args
+                               else 'healed')],
+                             [(r['instance_uuid'], r['status'])
+                              for r in doc['results']])
+            texts += [result.stdout, result.stderr]
+        text = self.heal('--dry-run', '--verbose')
+        texts += [text.stdout, text.stderr]
+        self.assertNotEqual(before, self.deployment.spec_text(drifted))
+        self.assert_no_secret(texts)
+
+    def assert_no_secret(self, texts):
+        for text in texts:
+            self.assertNotIn('LeakPart', text)
+        for directory, _, names in os.walk(self.state_path):
+            for name in names:
+                with open(os.path.join(directory, name), 'rb') as handle:
+                    self.assertNotIn(b'LeakPart', handle.read())

@@ -170,7 +170,25 @@ class FormatCellUrlTest(testtools.TestCase):
     def test_unknown_field(self):
         error = self.assertRaises(urls.TemplateError, urls.format_cell_url,
                                   '{scheme}://{nonsense}/nova', REFERENCE)
-        self.assertIn('nonsense', str(error))
+        self.assertIn('KeyError', str(error))
+
+    def test_plain_url_with_braces_in_password_is_used_as_stored(self):
+        # Nova falls back to the stored value when formatting fails; the
+        # password must not surface in an error either.
+        for stored in ('mysql+pymysql://nova:Leak{LeakPart}@db/nova_cell1',
+                       'mysql+pymysql://nova:x{0}y@db/nova_cell1?a=b',
+                       'mysql+pymysql://nova:{}@db/nova_cell1'):
+            for reference in (REFERENCE, None):
+                self.assertEqual(stored,
+                                 urls.format_cell_url(stored, reference))
+
+    def test_template_errors_never_quote_the_value(self):
+        for stored in ('{scheme}://nova:Leak{LeakPart}@{hostname}/x',
+                       '{scheme}://nova:Leak{0}@db/x', '{hostname1}Leak'):
+            error = self.assertRaises(urls.TemplateError,
+                                      urls.format_cell_url, stored,
+                                      REFERENCE)
+            self.assertNotIn('Leak', str(error))
 
     def test_template_errors_are_value_errors(self):
         self.assertTrue(issubclass(urls.TemplateError, ValueError))
@@ -221,6 +239,16 @@ class MaskPasswordTest(testtools.TestCase):
                          urls.mask_password('mysql://nova:p%40ss@db/nova'))
         self.assertEqual('mysql://nova:****@db/nova',
                          urls.mask_password('mysql://nova:a:b@db/nova'))
+
+    def test_masks_passwords_with_spaces_and_braces(self):
+        for password in ('Leak Part Secret', 'Leak{LeakPart}', ' Leak ',
+                         'Le/ak:Pa rt'):
+            text = ('cannot open mysql+pymysql://healreq:%s@db:3306/x: '
+                    'refused' % password)
+            masked = urls.mask_password(text)
+            for part in password.split():
+                self.assertNotIn(part, masked)
+            self.assertIn('mysql+pymysql://healreq:****@db:3306/x', masked)
 
     def test_masks_quoted_url(self):
         masked = urls.mask_password(
