@@ -15,8 +15,8 @@
 
 import datetime
 import json
-import os
 
+from healreq import atomic_file
 from healreq.audit import replay
 from healreq.audit import store as audit_store
 
@@ -30,8 +30,8 @@ class PlanError(ValueError):
 def write_plan(path, run_id, planned):
     """Write ``planned`` (finding, spec row, new text) triples to ``path``.
 
-    Written to a temporary file and renamed, owner-only, so a reviewer
-    never sees half a plan.
+    Replaced atomically and owner-only (see healreq.atomic_file), so a
+    reviewer never sees half a plan.
     """
     changes = []
     for finding, spec_row, new_spec in planned:
@@ -54,13 +54,7 @@ def write_plan(path, run_id, planned):
         'run_id': run_id,
         'changes': changes,
     }
-    temporary = '%s.tmp-%d' % (path, os.getpid())
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                         0o600)
-    with os.fdopen(descriptor, 'w') as handle:
-        json.dump(document, handle, indent=2)
-        handle.write('\n')
-    os.replace(temporary, path)
+    atomic_file.write(path, json.dumps(document, indent=2) + '\n', 0o600)
     return len(changes)
 
 

@@ -15,9 +15,7 @@
 collector, written atomically (write, then rename) at the end of a run.
 """
 
-import os
-import tempfile
-
+from healreq import atomic_file
 from healreq.heal.findings import Status
 
 _PREFIX = 'nova_heal_request_specs'
@@ -105,18 +103,7 @@ def write(path, text, success_timestamp=None):
         text += ('# HELP %s When a run last ended without errors.\n'
                  '# TYPE %s gauge\n%s %d\n'
                  % (metric, metric, metric, success_timestamp))
-    directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(
-        dir=directory, prefix='.%s.' % os.path.basename(path))
-    try:
-        with os.fdopen(descriptor, 'w') as handle:
-            handle.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    atomic_file.write(path, text, 0o644)
 
 
 def _previous_value(path, metric):

@@ -16,6 +16,7 @@ import json
 import os
 import uuid
 
+import fixtures as test_fixtures
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
@@ -200,3 +201,47 @@ class BracedPasswordCellTest(fixtures.DeploymentTestCase):
             for name in names:
                 with open(os.path.join(directory, name), 'rb') as handle:
                     self.assertNotIn(b'LeakPart', handle.read())
+
+
+class OutputFileTest(fixtures.DeploymentTestCase):
+    """Plan and metrics files in a directory other users can write."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_drifted(self.cell1)
+        self.shared = self.useFixture(test_fixtures.TempDir()).path
+        os.chmod(self.shared, 0o1777)
+        self.victim = os.path.join(
+            self.useFixture(test_fixtures.TempDir()).path, 'victim')
+        with open(self.victim, 'w') as handle:
+            handle.write('precious\n')
+
+    def plant_symlinks(self, target):
+        """Symlinks at every name a predictable writer could use."""
+        names = [target + '.tmp-%d' % pid
+                 for pid in range(os.getpid() - 5, os.getpid() + 50)]
+        for name in names + [target]:
+            os.symlink(self.victim, name)
+
+    def test_planted_symlinks_are_never_followed(self):
+        for option in ('--plan', '--metrics-file'):
+            target = os.path.join(self.shared, option.strip('-'))
+            self.plant_symlinks(target)
+            result = self.heal('--dry-run', option, target)
+            self.assertEqual(0, result.code, result.stderr)
+            with open(self.victim) as handle:
+                self.assertEqual('precious\n', handle.read())
+            self.assertFalse(os.path.islink(target))
+            self.assertGreater(os.path.getsize(target), 0)
+
+    def test_failed_write_leaves_no_temporary_file(self):
+        targets = []
+        for option in ('--plan', '--metrics-file'):
+            # A non-empty directory in the way makes the rename fail.
+            target = os.path.join(self.shared, option.strip('-'))
+            os.makedirs(os.path.join(target, 'keep'))
+            targets.append(os.path.basename(target))
+            result = self.heal('--dry-run', option, target)
+            self.assertEqual(2, result.code, result.stderr)
+            self.assertIn(target, result.stderr)
+        self.assertEqual(sorted(targets), sorted(os.listdir(self.shared)))
