@@ -29,6 +29,7 @@ from oslo_log import log as logging
 
 from healreq.cmd import audit_commands
 from healreq.cmd import common
+from healreq.cmd import logs
 from healreq.cmd import request_specs
 from healreq import conf as healreq_conf
 from healreq.db import urls
@@ -122,7 +123,7 @@ def main(argv=None):
     conf = _build_conf()
     try:
         _parse(conf, argv)
-        logging.setup(conf, 'healreq')
+        logs.setup(conf)
         if getattr(conf.command, 'verbose', False):
             logging.getLogger('healreq').logger.setLevel(logging.INFO)
         return int(conf.command.handler(conf, argv))

@@ -245,3 +245,42 @@ class OutputFileTest(fixtures.DeploymentTestCase):
             self.assertEqual(2, result.code, result.stderr)
             self.assertIn(target, result.stderr)
         self.assertEqual(sorted(targets), sorted(os.listdir(self.shared)))
+
+
+class LogSettingsTest(fixtures.DeploymentTestCase):
+    """oslo.log settings of a copied nova.conf never stop the tool."""
+
+    def config_with(self, default_line):
+        """The test's nova.conf with one more line in [DEFAULT]."""
+        with open(self.config_file) as handle:
+            text = handle.read()
+        return self.write_config_text(
+            text.replace('[DEFAULT]\n', '[DEFAULT]\n%s\n' % default_line))
+
+    def test_missing_log_dir_falls_back_to_stderr(self):
+        drifted = self.add_drifted(self.cell1)
+        missing = os.path.join(self.state_path, 'no', 'such', 'dir')
+        config = self.config_with('log_dir = %s' % missing)
+        result = self.heal('--verbose', config_file=config)
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertIn('logging to stderr instead', result.stderr)
+        self.assertIn(missing, result.stderr)
+        self.assertIn('Looking for instances in cell', result.stderr)
+        self.assertIn(drifted, result.stdout)
+        self.assertFalse(os.path.exists(missing))
+
+    def test_missing_log_config_append_falls_back_to_stderr(self):
+        config = self.config_with('log_config_append = %s' % os.path.join(
+            self.state_path, 'logging.conf'))
+        result = self.heal('--dry-run', config_file=config)
+        self.assertEqual(4, result.code, result.stderr)
+        self.assertIn('logging to stderr instead', result.stderr)
+
+    def test_existing_log_dir_gets_the_log_file(self):
+        log_dir = self.useFixture(test_fixtures.TempDir()).path
+        config = self.config_with('log_dir = %s' % log_dir)
+        result = self.heal('--dry-run', '--verbose', config_file=config)
+        self.assertEqual(4, result.code, result.stderr)
+        self.assertEqual(['nova-heal.log'], os.listdir(log_dir))
+        with open(os.path.join(log_dir, 'nova-heal.log')) as handle:
+            self.assertIn('Looking for instances in cell', handle.read())

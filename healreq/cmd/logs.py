@@ -1,0 +1,50 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Logging set up from nova.conf's oslo.log options, which never fails.
+
+A nova.conf copied from a deployment names log paths of the host it came
+from (kolla-ansible sets ``[DEFAULT]/log_dir = /var/log/kolla/nova``).
+Where they exist, the tool logs there as nova-manage would, to
+``<log_dir>/nova-heal.log``; where they do not, it logs to stderr and says
+so, instead of failing before it has done anything.
+"""
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+LOG_FILE_IN_LOG_DIR = 'nova-heal.log'
+
+
+def setup(conf, product='healreq'):
+    """Set up oslo.log from ``conf``; fall back to stderr on any error."""
+    if conf.log_dir and not conf.log_file:
+        conf.set_override('log_file', LOG_FILE_IN_LOG_DIR)
+    try:
+        logging.setup(conf, product)
+        return
+    except (OSError, logging.LogConfigError) as exc:
+        problem = exc
+    where = conf.log_config_append or _log_path(conf)
+    for name, value in (('log_config_append', None), ('log_dir', None),
+                        ('log_file', None), ('use_stderr', True)):
+        conf.set_override(name, value)
+    logging.setup(conf, product)
+    LOG.warning('Cannot log to %s (%s); logging to stderr instead.',
+                where, getattr(problem, 'strerror', None) or problem)
+
+
+def _log_path(conf):
+    if conf.log_dir:
+        return '%s/%s' % (conf.log_dir.rstrip('/'), conf.log_file)
+    return conf.log_file
