@@ -21,6 +21,7 @@ Only the ``cmd`` package prints or exits.
 import contextlib
 import gc
 import io
+import os
 import sys
 import traceback
 
@@ -67,7 +68,16 @@ def _demo_parser(subparsers):
 
 def _demo(conf, argv):
     from healreq.testing import demo
-    return demo.run(conf.command.workdir, main)
+    workdir = conf.command.workdir
+    if workdir is not None:
+        if not workdir.strip():
+            raise common.invalid('--workdir was given an empty value')
+        if os.path.exists(workdir) and (not os.path.isdir(workdir)
+                                        or os.listdir(workdir)):
+            raise common.invalid('--workdir %s is not an empty directory; '
+                                 'the demo builds its deployment from '
+                                 'scratch' % workdir)
+    return demo.run(workdir, main)
 
 
 def _add_commands(subparsers):

@@ -19,6 +19,7 @@ import uuid
 import fixtures as test_fixtures
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
+import testtools
 
 from healreq.db import tables
 from healreq.tests.functional import fixtures
@@ -284,3 +285,35 @@ class LogSettingsTest(fixtures.DeploymentTestCase):
         self.assertEqual(['nova-heal.log'], os.listdir(log_dir))
         with open(os.path.join(log_dir, 'nova-heal.log')) as handle:
             self.assertIn('Looking for instances in cell', handle.read())
+
+
+class DemoWorkdirTest(testtools.TestCase):
+    """``demo --workdir`` builds only where nothing would be mixed in."""
+
+    def demo(self, workdir):
+        return fixtures.run_main(['demo', '--workdir', workdir])
+
+    def test_empty_and_new_directories_work_once(self):
+        parent = self.useFixture(test_fixtures.TempDir()).path
+        for workdir in (parent, os.path.join(parent, 'new')):
+            if workdir != parent:
+                self.assertFalse(os.path.exists(workdir))
+            first = self.demo(workdir)
+            self.assertEqual(0, first.code, first.stdout + first.stderr)
+            self.assertIn('Demo complete', first.stdout)
+            listing = sorted(os.listdir(workdir))
+            again = self.demo(workdir)
+            self.assertEqual(127, again.code, again.stderr)
+            self.assertEqual(1, len(again.stderr.strip().splitlines()))
+            self.assertIn('not an empty directory', again.stderr)
+            self.assertEqual(listing, sorted(os.listdir(workdir)))
+
+    def test_a_file_is_refused(self):
+        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+                            'file')
+        with open(path, 'w') as handle:
+            handle.write('keep')
+        result = self.demo(path)
+        self.assertEqual(127, result.code, result.stderr)
+        with open(path) as handle:
+            self.assertEqual('keep', handle.read())
