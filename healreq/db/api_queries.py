@@ -14,6 +14,8 @@
 """Queries against the API database. Functions take a Connection."""
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import expression
 
 from healreq.db import rows
 from healreq.db import tables
@@ -79,12 +81,32 @@ def _text(value):
     return value
 
 
+class _Utf8Bytes(expression.FunctionElement):
+    """The UTF-8 bytes of a text column, whatever its character set."""
+    type = sa.LargeBinary()
+    name = 'utf8_bytes'
+    inherit_cache = True
+
+
+@compiles(_Utf8Bytes)
+def _utf8_bytes(element, compiler, **kw):
+    return 'CAST(%s AS BLOB)' % compiler.process(element.clauses, **kw)
+
+
+@compiles(_Utf8Bytes, 'mysql')
+def _utf8_bytes_mysql(element, compiler, **kw):
+    # Without CONVERT, a latin1 column would give its latin1 bytes, which
+    # never equal the UTF-8 bytes of the text that was read.
+    return 'CAST(CONVERT(%s USING utf8mb4) AS BINARY)' % compiler.process(
+        element.clauses, **kw)
+
+
 def _exactly_equals(column, value):
     # MySQL compares TEXT with the column's case-insensitive, pad-space
     # collation; a compare-and-swap must compare bytes.
     if not isinstance(value, bytes):
         value = value.encode('utf-8')
-    return sa.cast(column, sa.LargeBinary) == value
+    return _Utf8Bytes(column) == value
 
 
 def swap_request_spec(conn, spec_id, instance_uuid, expected, new, now):

@@ -22,6 +22,8 @@ from sqlalchemy.engine import url as sa_url
 import testtools
 
 from healreq.db import tables
+from healreq.testing import demo
+from healreq.testing import deployment as dep
 from healreq.tests.functional import fixtures
 
 
@@ -317,3 +319,51 @@ class DemoWorkdirTest(testtools.TestCase):
         self.assertEqual(127, result.code, result.stderr)
         with open(path) as handle:
             self.assertEqual('keep', handle.read())
+
+
+class SpecCharsetTest(fixtures.DeploymentTestCase):
+    """The compare-and-swap matches a non-ASCII spec byte for byte.
+
+    Nova writes ASCII-escaped JSON, but a spec edited by hand or by
+    another tool may hold raw non-ASCII text.
+    """
+
+    TEXT = 'Zone \u00e9t\u00e9 \u20ac'
+
+    def add_drifted_with_text(self, text_value):
+        uuid_ = str(uuid.uuid4())
+        document = dep.request_spec(uuid_, demo.M1_SMALL,
+                                    availability_zone=text_value)
+        return self.add_drifted(
+            self.cell1, uuid=uuid_,
+            spec=json.dumps(document, ensure_ascii=False))
+
+    def test_non_ascii_spec_heals(self):
+        self.assert_healed_once(self.add_drifted_with_text(self.TEXT))
+
+    def assert_healed_once(self, drifted):
+        before = self.deployment.spec_text(drifted)
+        result, doc = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(drifted, 'healed')],
+                         [(r['instance_uuid'], r['status'])
+                          for r in doc['results']])
+        after = self.deployment.spec_text(drifted)
+        self.assertNotEqual(before, after)
+        self.assertEqual(json.loads(before)['nova_object.data'][
+            'availability_zone'], json.loads(after)['nova_object.data'][
+                'availability_zone'])
+        self.assert_consistent()
+
+
+class Latin1SpecColumnTest(SpecCharsetTest):
+    """A request_specs.spec column in latin1, as old MySQL defaults made."""
+
+    scenarios = [s for s in fixtures.BACKENDS if s[0] == 'MySQL']
+    TEXT = 'Zone \u00e9t\u00e9'
+
+    def setUp(self):
+        super().setUp()
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(sa.text('ALTER TABLE request_specs MODIFY spec '
+                                 'MEDIUMTEXT CHARACTER SET latin1'))
