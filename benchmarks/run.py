@@ -63,7 +63,7 @@ def _nova_heal():
     found = shutil.which('nova-heal')
     if found:
         return [found]
-    return [sys.executable, '-m', 'healreq.cmd.heal']
+    return [sys.executable, '-m', 'healreq.cmd.main']
 
 
 def _default_batch_size():
@@ -299,7 +299,7 @@ def report(args, deployment, runs, sample_size, server, loads, network):
 def profile_tool(tool_argv, path):
     """Run the tool once under cProfile; print its top functions."""
     if tool_argv[0] == sys.executable:
-        tool_argv = tool_argv[1:]  # -m healreq.cmd.heal ...
+        tool_argv = tool_argv[1:]  # -m healreq.cmd.main ...
     result = measure([sys.executable, '-m', 'cProfile', '-o', path]
                      + tool_argv)
     if result['code'] != 0:

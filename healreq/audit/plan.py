@@ -13,18 +13,26 @@
 
 """Plan files: the changes a dry run would make, for review and apply."""
 
+import dataclasses
 import datetime
 import json
 import os
 
-from healreq.audit import replay
 from healreq.audit import store as audit_store
+from healreq import exception
 
 FORMAT = 'healreq-plan/1'
 
 
-class PlanError(ValueError):
-    """The file is not a usable plan."""
+@dataclasses.dataclass
+class PlannedChange:
+    """One change of a plan: ``before`` becomes ``after`` in a spec row."""
+    instance_uuid: str
+    spec_id: int
+    fields: list
+    before: str
+    after: str
+    before_digest: str
 
 
 def write_plan(path, run_id, planned):
@@ -65,28 +73,31 @@ def write_plan(path, run_id, planned):
 
 
 def read_plan(path):
-    """Read a plan; return ``(run_id, [replay.Swap])``."""
+    """Read a plan; return ``(run_id, [PlannedChange])``.
+
+    Raises PlanError if the file is not a plan or was edited.
+    """
     try:
         with open(path) as handle:
             document = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise PlanError('cannot read plan %s: %s' % (path, exc))
+        raise exception.PlanError('cannot read plan %s: %s' % (path, exc))
     if not isinstance(document, dict) or document.get('format') != FORMAT:
-        raise PlanError('%s is not a %s file' % (path, FORMAT))
-    swaps = []
+        raise exception.PlanError('%s is not a %s file' % (path, FORMAT))
+    changes = []
     try:
         for change in document['changes']:
             before, after = change['before'], change['after']
             if (audit_store.digest(before) != change['before_digest']
                     or audit_store.digest(after) != change['after_digest']):
-                raise PlanError('plan %s was edited: the digests of %s no '
-                                'longer match' % (path,
-                                                  change['instance_uuid']))
-            swaps.append(replay.Swap(
+                raise exception.PlanError(
+                    'plan %s was edited: the digests of %s no longer match'
+                    % (path, change['instance_uuid']))
+            changes.append(PlannedChange(
                 instance_uuid=change['instance_uuid'],
-                spec_id=int(change['spec_id']), expected=before, new=after,
-                fields=list(change['fields']),
-                expected_digest=change['before_digest']))
+                spec_id=int(change['spec_id']), fields=list(change['fields']),
+                before=before, after=after,
+                before_digest=change['before_digest']))
     except (KeyError, TypeError, AttributeError) as exc:
-        raise PlanError('plan %s is malformed: %s' % (path, exc))
-    return document.get('run_id'), swaps
+        raise exception.PlanError('plan %s is malformed: %s' % (path, exc))
+    return document.get('run_id'), changes

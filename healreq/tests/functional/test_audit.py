@@ -32,14 +32,14 @@ import sqlalchemy as sa
 
 from healreq.audit import store as audit_store
 from healreq.db import tables
-from healreq.heal import fields
+from healreq.heal import field_checks
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import fixtures
 from healreq import version
 
 HEAL_FILTERS = {'instance': None, 'cell': None, 'max_count': None,
-                'force': False, 'fields': list(fields.FIELD_NAMES)}
+                'force': False, 'fields': list(field_checks.FIELD_NAMES)}
 
 
 def sha256(text):
