@@ -157,7 +157,8 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
 
     return _replay_run(conf, 'revert', command,
                        {'revert_of': run_id, 'instance': instance_uuid},
-                       changes_to_revert, dry_run, audit, clock)
+                       changes_to_revert, dry_run, audit, clock,
+                       rederive=False)
 
 
 def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
@@ -165,7 +166,9 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
     """Apply the changes of a plan file written by a dry run.
 
     A change is written only where the row still holds the plan's before
-    value. Raises PlanError (exit 127) before
+    value and a heal would write exactly the plan's after value now;
+    other changes are refused (conflict, or error ``change-not-derived``
+    / ``plan-spec-id-mismatch``). Raises PlanError (exit 127) before
     anything is recorded if the file is not a usable plan. Returns a
     RunResult.
     """
@@ -176,15 +179,17 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
         for p in planned]
     return _replay_run(conf, 'apply', command,
                        {'plan': plan_file, 'plan_run': planned_by},
-                       lambda store: changes, dry_run, audit, clock)
+                       lambda store: changes, dry_run, audit, clock,
+                       rederive=True)
 
 
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
-                clock):
+                clock, rederive):
     def work(api_engine, store, run_id, changes):
         return replay.Replayer(
             api_engine, conf.database.connection, settings(conf), store,
-            run_id, dry_run=dry_run, clock=clock).run(changes)
+            run_id, dry_run=dry_run, clock=clock,
+            rederive=rederive).run(changes)
 
     with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
             store):

@@ -72,6 +72,16 @@ def write_plan(path, run_id, planned):
     return len(changes)
 
 
+def _spec_id(path, change):
+    """The change's spec_id: a JSON integer, never 1.7, "1" or true."""
+    spec_id = change['spec_id']
+    if type(spec_id) is not int:
+        raise exception.PlanError(
+            'plan %s is malformed: spec_id %s of %s is not an integer'
+            % (path, json.dumps(spec_id), change['instance_uuid']))
+    return spec_id
+
+
 def read_plan(path):
     """Read a plan; return ``(run_id, [PlannedChange])``.
 
@@ -95,7 +105,7 @@ def read_plan(path):
                     % (path, change['instance_uuid']))
             changes.append(PlannedChange(
                 instance_uuid=change['instance_uuid'],
-                spec_id=int(change['spec_id']), fields=list(change['fields']),
+                spec_id=_spec_id(path, change), fields=list(change['fields']),
                 before=before, after=after,
                 before_digest=change['before_digest']))
     except (KeyError, TypeError, AttributeError) as exc:

@@ -24,13 +24,19 @@ from healreq import exception
 
 _REPLAY_EXIT_CODES = """\
 exit codes:
-  0    changes written (with --dry-run: would be written)
-  2    some changes could not be evaluated (instance or cell missing)
+  0    every change written (with --dry-run: would be written)
+  2    some changes could not be evaluated (instance or cell missing) or,
+       for apply, were refused: the plan's new value is not what a heal
+       writes for the instance now (change-not-derived), or names another
+       spec row (plan-spec-id-mismatch)
   3    some changes were refused: the row changed since, or an operation
        is in flight on the instance
   4    nothing to do
-  127  invalid input (unknown run, unreadable or edited plan)
-  255  unexpected error"""
+  127  invalid input (unknown run, unreadable or edited plan, a spec_id
+       that is not an integer)
+  255  unexpected error
+When several apply, the most severe wins: 255, 127, 2, 3, 4. Without
+--dry-run, an apply or revert that writes nothing never exits 0."""
 
 
 def add_parsers(subparsers):
@@ -70,11 +76,13 @@ def add_parsers(subparsers):
 
     apply = subparsers.add_parser(
         'apply', help='Apply the changes of a reviewed plan file.',
-        description='Apply exactly the changes of a plan written by '
+        description='Apply the changes of a plan written by '
                     '"request-specs --dry-run --plan FILE", each only where '
                     'the row still holds the value the plan recorded '
-                    '(by digest) and no operation is in flight. Audited as '
-                    'a run of its own.',
+                    '(by digest), no operation is in flight, and a heal '
+                    'would write exactly the plan\'s new value now (the '
+                    'decision is taken again on the instance\'s current '
+                    'records). Audited as a run of its own.',
         epilog=_REPLAY_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE')

@@ -15,8 +15,13 @@
 
 Each change goes through the SpecWriter; deciding again means: the
 instance has no operation in flight, and the row still holds exactly the
-text the plan or the audit recorded.
+text the plan or the audit recorded. A plan is only a proposal: ``apply``
+also derives the spec again from the instance's current records, exactly
+as a heal would, and writes a change only if its new value is that.
 """
+
+import dataclasses
+import json
 
 from healreq.audit import store as audit_store
 from healreq import clock as clock_module
@@ -25,6 +30,7 @@ from healreq.db import cell_queries
 from healreq.db import engines
 from healreq import exception
 from healreq.heal import decisions
+from healreq.heal import field_checks
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
@@ -40,7 +46,14 @@ class Replayer(object):
 
     def __init__(self, api_engine, reference_url, settings, audit, run_id,
                  dry_run=False, connect=engines.create_engine,
-                 clock=clock_module.utcnow):
+                 clock=clock_module.utcnow, rederive=False):
+        """Prepare writing recorded changes.
+
+        With ``rederive`` (apply), a change is written only if a heal
+        would write exactly its new value now.
+        """
+        self.rederive = rederive
+        self.profile = None
         self.api_engine = api_engine
         self.reference_url = reference_url
         self.settings = settings
@@ -63,6 +76,8 @@ class Replayer(object):
                     cells = {c['id']: c for c in api_queries.get_cells(conn)}
                     mappings = api_queries.get_instance_mappings(
                         conn, [c.instance_uuid for c in changes])
+            if self.rederive:
+                self.profile = records.learn_versions(self.api_engine)
             for change in changes:
                 mapping = mappings.get(change.instance_uuid)
                 cell = cells.get(mapping['cell_id']) if mapping else None
@@ -108,10 +123,55 @@ class Replayer(object):
             with self.api_engine.connect() as conn:
                 current = api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
+        if (self.rederive and current is not None
+                and current['id'] != change.spec_id):
+            return spec_writer.Refusal(
+                Status.ERROR, 'plan-spec-id-mismatch',
+                'the plan names request_specs row %s; the instance\'s row '
+                'is %s; left alone' % (change.spec_id, current['id']))
         if not _holds(current, change):
             return spec_writer.Refusal(
                 Status.CONFLICT, 'spec-changed',
                 'the spec no longer holds the recorded value; left alone')
+        if self.rederive:
+            return self._derived_again(change, cell)
+        return None
+
+    def _derived_again(self, change, cell):
+        """None if a heal of the instance now writes ``change.after``.
+
+        The decision is the heal's own, on the instance's current records
+        and row, for the fields the change names.
+        """
+        fields = tuple(change.fields)
+        if not fields or not set(fields) <= set(field_checks.FIELD_NAMES):
+            return _not_derived('the plan names fields %s'
+                                % ', '.join(map(str, fields)))
+        try:
+            found = records.read_instance(
+                self.api_engine, self._cell_engine(cell),
+                change.instance_uuid, fields)
+        except exception.DB_ERRORS as exc:
+            return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
+                                       str(records.cell_error(cell, exc)))
+        if not found:
+            return spec_writer.Refusal(Status.CONFLICT, 'instance-deleted',
+                                       'the instance is gone')
+        settings = dataclasses.replace(self.settings, checked_fields=fields)
+        again = decisions.evaluate(found[0], cell, self._clock(), settings,
+                                   self.profile)
+        finding = again.finding
+        if finding.status in (Status.ERROR, Status.SKIPPED):
+            status = (Status.ERROR if finding.status is Status.ERROR
+                      else Status.CONFLICT)
+            return spec_writer.Refusal(status, finding.reason,
+                                       finding.detail)
+        if again.new_spec is None:
+            return _not_derived('the spec is consistent with the instance '
+                                'now')
+        if again.new_spec != change.after:
+            return _not_derived(_mismatch(change.after,
+                                          change.instance_uuid))
         return None
 
     def _cell_engine(self, cell):
@@ -139,6 +199,29 @@ class Replayer(object):
                                           migrations=migrations)
         return decisions.skip_reason(record, cell, self._clock(),
                                      self.settings)
+
+
+def _not_derived(why):
+    return spec_writer.Refusal(
+        Status.ERROR, 'change-not-derived',
+        '%s: the plan\'s new value is not what a heal writes now; left '
+        'alone, write a new plan' % why)
+
+
+def _mismatch(after, instance_uuid):
+    """Why the plan's new value ``after`` is not the derived one."""
+    try:
+        document = json.loads(after)
+    except ValueError:
+        return 'the new value is not JSON'
+    data = (document.get('nova_object.data')
+            if isinstance(document, dict) else None)
+    if (not isinstance(data, dict)
+            or document.get('nova_object.name') != 'RequestSpec'):
+        return 'the new value is not a RequestSpec document'
+    if data.get('instance_uuid') != instance_uuid:
+        return 'the new value is the RequestSpec of another instance'
+    return 'the new value differs from the derived one'
 
 
 def _holds(current, change):
