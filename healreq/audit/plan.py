@@ -82,6 +82,24 @@ def _spec_id(path, change):
     return spec_id
 
 
+def _text(path, change, key):
+    if not isinstance(change[key], str):
+        raise exception.PlanError('plan %s is malformed: %s %s is not a '
+                                  'string' % (path, key,
+                                              json.dumps(change[key])))
+    return change[key]
+
+
+def _names(path, change):
+    fields = change['fields']
+    if not isinstance(fields, list) or not all(
+            isinstance(name, str) for name in fields):
+        raise exception.PlanError(
+            'plan %s is malformed: fields of %s is not a list of names'
+            % (path, change['instance_uuid']))
+    return fields
+
+
 def read_plan(path):
     """Read a plan; return ``(run_id, [PlannedChange])``.
 
@@ -104,9 +122,9 @@ def read_plan(path):
                     'plan %s was edited: the digests of %s no longer match'
                     % (path, change['instance_uuid']))
             changes.append(PlannedChange(
-                instance_uuid=change['instance_uuid'],
-                spec_id=_spec_id(path, change), fields=list(change['fields']),
-                before=before, after=after,
+                instance_uuid=_text(path, change, 'instance_uuid'),
+                spec_id=_spec_id(path, change),
+                fields=_names(path, change), before=before, after=after,
                 before_digest=change['before_digest']))
     except (KeyError, TypeError, AttributeError) as exc:
         raise exception.PlanError('plan %s is malformed: %s' % (path, exc))

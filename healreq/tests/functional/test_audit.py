@@ -832,6 +832,24 @@ class PlanApplyTest(AuditTestCase):
             self.assertEqual(self.originals, self.all_spec_texts())
             self.assertEqual(runs, set(self.audit_runs()))
 
+    def test_change_values_of_the_wrong_type(self):
+        for values in ({'fields': 'flavor'}, {'fields': [1]},
+                       {'instance_uuid': [self.first]},
+                       {'before': None}):
+            self.write_plan()
+            with open(self.plan_path) as handle:
+                plan = json.load(handle)
+            plan['changes'][0].update(values)
+            with open(self.plan_path, 'w') as handle:
+                json.dump(plan, handle)
+            result = self.run_cli('apply', self.plan_path)
+            self.assertEqual(127, result.code, '%r: %s' % (
+                values, result.stdout + result.stderr))
+            self.assertEqual(1, len(result.stderr.splitlines()),
+                             result.stderr)
+            self.assertIn('malformed', result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
     def test_refused_change_does_not_stop_the_others(self):
         _, plan = self.write_plan()
         plan['changes'][0]['after'] = 'this is not json'
