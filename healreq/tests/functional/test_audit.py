@@ -30,8 +30,12 @@ import uuid as uuidlib
 import fixtures as test_fixtures
 import sqlalchemy as sa
 
+from healreq import api
 from healreq.audit import store as audit_store
 from healreq.db import tables
+from healreq import exception
+from healreq.heal import decisions
+from healreq.heal import engine as heal_engine
 from healreq.heal import field_checks
 from healreq.testing import demo
 from healreq.testing import deployment as dep
@@ -377,6 +381,39 @@ class RunRecordTest(AuditTestCase):
         for secret in secrets:
             self.assertNotIn(secret, dump)
             self.assertNotIn(secret.encode('utf-8'), raw)
+
+
+class ComponentErrorTest(AuditTestCase):
+    """A failing API database is named as such, not as the cell's."""
+
+    def test_api_database_fails_during_the_walk(self):
+        for _ in range(5):
+            self.add_consistent(self.cell1)
+        t = tables.request_specs
+
+        def drop_specs():
+            with self.deployment.api_engine.begin() as conn:
+                conn.exec_driver_sql('ALTER TABLE %s RENAME TO gone'
+                                     % t.name)
+        # Clock call 1 comes with the first batch; the reader thread reads
+        # the fourth batch's API rows only after the second was taken.
+        clock = fixtures.ActingClock(drop_specs, 1)
+        conf = api.load_config([self.config_file])
+        self.addCleanup(conf.reset)
+        options = heal_engine.Options(
+            dry_run=True, cell_uuid=self.cell1.uuid, batch_size=1,
+            settings=decisions.Settings(skip_updated_within=60))
+        error = self.assertRaises(exception.ApiDatabaseError,
+                                  api.run_request_specs, conf, options,
+                                  clock=clock)
+        self.assertTrue(clock.fired)
+        self.assertEqual(2, error.exit_code)
+        self.assertTrue(error.line().startswith(
+            'nova-heal: error: API database: '), error.line())
+        self.assertNotIn('cell', error.line())
+        run, = self.audit_runs().values()
+        self.assertEqual((2, error.line()),
+                         (run['exit_code'], run['summary']['error']))
 
 
 class AuditFileTest(AuditTestCase):
