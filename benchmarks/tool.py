@@ -13,28 +13,33 @@
 
 """The tool contender: one ``request-specs --dry-run`` over the deployment.
 
-Runs the whole dry run once, in this process, through ``dry_run`` (the
-only place that knows how the tool is invoked), writes its JSON report
-(``summary`` and ``dry_run`` at least) on stdout and exits with the
-run's exit code.
+Runs the whole dry run once, in this process, through ``dry_run``: the
+only place that knows how the tool is invoked (the library API). Writes
+its JSON report (``summary`` and ``dry_run`` at least) on stdout and
+exits with the run's exit code.
 """
 
 import argparse
-import contextlib
-import io
 import sys
 
-from healreq.cmd import heal
+from healreq import api
+from healreq.cmd import main as cli
+from healreq.cmd import output
+from healreq.heal import engine as heal_engine
 
 
 def dry_run(config_file, batch_size):
-    """Run request-specs --dry-run once; return (exit code, JSON text)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = heal.main(['--config-file', config_file, 'request-specs',
-                          '--dry-run', '--format', 'json',
-                          '--batch-size', str(batch_size)])
-    return code, out.getvalue()
+    """Run request-specs --dry-run once; return (exit code, JSON text).
+
+    Through the library API the command line calls, with the same
+    garbage-collector tuning as ``nova-heal``.
+    """
+    cli.tune_garbage_collector()
+    conf = api.load_config([config_file])
+    result = api.run_request_specs(conf, heal_engine.Options(
+        dry_run=True, batch_size=batch_size, settings=api.settings(conf)))
+    return result.exit_code, ''.join(output.json_chunks(
+        result.report, result.exit_code, result.run_id))
 
 
 def main(argv=None):

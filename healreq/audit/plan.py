@@ -13,18 +13,26 @@
 
 """Plan files: the changes a dry run would make, for review and apply."""
 
+import dataclasses
 import datetime
 import json
 
 from healreq import atomic_file
-from healreq.audit import replay
 from healreq.audit import store as audit_store
+from healreq import exception
 
 FORMAT = 'healreq-plan/1'
 
 
-class PlanError(ValueError):
-    """The file is not a usable plan."""
+@dataclasses.dataclass
+class PlannedChange:
+    """One change of a plan: ``before`` becomes ``after`` in a spec row."""
+    instance_uuid: str
+    spec_id: int
+    fields: list
+    before: str
+    after: str
+    before_digest: str
 
 
 def write_plan(path, run_id, planned):
@@ -58,29 +66,60 @@ def write_plan(path, run_id, planned):
     return len(changes)
 
 
+def _spec_id(path, change):
+    """The change's spec_id: a JSON integer, never 1.7, "1" or true."""
+    spec_id = change['spec_id']
+    if type(spec_id) is not int:
+        raise exception.PlanError(
+            'plan %s is malformed: spec_id %s of %s is not an integer'
+            % (path, json.dumps(spec_id), change['instance_uuid']))
+    return spec_id
+
+
+def _text(path, change, key):
+    if not isinstance(change[key], str):
+        raise exception.PlanError('plan %s is malformed: %s %s is not a '
+                                  'string' % (path, key,
+                                              json.dumps(change[key])))
+    return change[key]
+
+
+def _names(path, change):
+    fields = change['fields']
+    if not isinstance(fields, list) or not all(
+            isinstance(name, str) for name in fields):
+        raise exception.PlanError(
+            'plan %s is malformed: fields of %s is not a list of names'
+            % (path, change['instance_uuid']))
+    return fields
+
+
 def read_plan(path):
-    """Read a plan; return ``(run_id, [replay.Swap])``."""
+    """Read a plan; return ``(run_id, [PlannedChange])``.
+
+    Raises PlanError if the file is not a plan or was edited.
+    """
     try:
         with open(path) as handle:
             document = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise PlanError('cannot read plan %s: %s' % (path, exc))
+        raise exception.PlanError('cannot read plan %s: %s' % (path, exc))
     if not isinstance(document, dict) or document.get('format') != FORMAT:
-        raise PlanError('%s is not a %s file' % (path, FORMAT))
-    swaps = []
+        raise exception.PlanError('%s is not a %s file' % (path, FORMAT))
+    changes = []
     try:
         for change in document['changes']:
             before, after = change['before'], change['after']
             if (audit_store.digest(before) != change['before_digest']
                     or audit_store.digest(after) != change['after_digest']):
-                raise PlanError('plan %s was edited: the digests of %s no '
-                                'longer match' % (path,
-                                                  change['instance_uuid']))
-            swaps.append(replay.Swap(
-                instance_uuid=change['instance_uuid'],
-                spec_id=int(change['spec_id']), expected=before, new=after,
-                fields=list(change['fields']),
-                expected_digest=change['before_digest']))
+                raise exception.PlanError(
+                    'plan %s was edited: the digests of %s no longer match'
+                    % (path, change['instance_uuid']))
+            changes.append(PlannedChange(
+                instance_uuid=_text(path, change, 'instance_uuid'),
+                spec_id=_spec_id(path, change),
+                fields=_names(path, change), before=before, after=after,
+                before_digest=change['before_digest']))
     except (KeyError, TypeError, AttributeError) as exc:
-        raise PlanError('plan %s is malformed: %s' % (path, exc))
-    return document.get('run_id'), swaps
+        raise exception.PlanError('plan %s is malformed: %s' % (path, exc))
+    return document.get('run_id'), changes

@@ -19,7 +19,7 @@ refused. ``recover`` settles intents a crash left pending by looking at
 the row itself, so the store and Nova's database always agree.
 """
 
-import datetime
+import functools
 import getpass
 import hashlib
 import json
@@ -32,7 +32,9 @@ from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
 from healreq.audit import schema
+from healreq import clock
 from healreq.db import tables
+from healreq import exception
 from healreq import version
 
 APPLIED = 'applied'
@@ -48,9 +50,13 @@ def digest(text):
     return hashlib.sha256(text).hexdigest()
 
 
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc).replace(
-        tzinfo=None, microsecond=0)
+def _store_errors(method):
+    """Raise the database errors of an AuditStore method as its own."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with exception.reraised_as(exception.AuditStoreError):
+            return method(*args, **kwargs)
+    return wrapper
 
 
 def _prepare_sqlite_file(url):
@@ -80,25 +86,29 @@ class AuditStore(object):
 
     # -- runs --------------------------------------------------------------
 
+    @_store_errors
     def start_run(self, mode, command, filters):
         """Record the start of a run; return its id."""
         run_id = str(uuidlib.uuid4())
         with self.engine.begin() as conn:
             conn.execute(schema.runs.insert().values(
-                id=run_id, started_at=_now(), started_ns=time.time_ns(),
+                id=run_id, started_at=clock.utcnow(),
+                started_ns=time.time_ns(),
                 mode=mode, command=command,
                 operator=getpass.getuser(), host=socket.gethostname(),
                 tool_version=version.version_info.version_string(),
                 filters=json.dumps(filters, sort_keys=True)))
         return run_id
 
+    @_store_errors
     def finish_run(self, run_id, summary, exit_code):
         with self.engine.begin() as conn:
             conn.execute(schema.runs.update().where(
                 schema.runs.c.id == run_id).values(
-                ended_at=_now(), summary=json.dumps(summary),
+                ended_at=clock.utcnow(), summary=json.dumps(summary),
                 exit_code=int(exit_code)))
 
+    @_store_errors
     def record_findings(self, run_id, findings):
         """Record non-consistent findings (dry runs build a history)."""
         rows = [dict(run_id=run_id, instance_uuid=f.instance_uuid,
@@ -109,6 +119,7 @@ class AuditStore(object):
             with self.engine.begin() as conn:
                 conn.execute(schema.findings.insert(), rows)
 
+    @_store_errors
     def list_runs(self, limit):
         t = schema.runs
         with self.engine.connect() as conn:
@@ -116,12 +127,14 @@ class AuditStore(object):
                 sa.select(t).order_by(t.c.started_ns.desc(),
                                       t.c.id).limit(limit))]
 
+    @_store_errors
     def get_run(self, run_id):
         t = schema.runs
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(t).where(t.c.id == run_id)).first()
         return dict(row._mapping) if row else None
 
+    @_store_errors
     def run_findings(self, run_id):
         t = schema.findings
         with self.engine.connect() as conn:
@@ -130,6 +143,7 @@ class AuditStore(object):
 
     # -- changes -----------------------------------------------------------
 
+    @_store_errors
     def intent(self, run_id, instance_uuid, cell_uuid, spec_id, fields,
                before, after):
         """Record a change about to be written; return its id."""
@@ -140,15 +154,17 @@ class AuditStore(object):
                 fields=json.dumps(list(fields)), before_text=before,
                 after_text=after, before_digest=digest(before),
                 after_digest=digest(after), state=PENDING,
-                created_at=_now()))
+                created_at=clock.utcnow()))
             return result.inserted_primary_key[0]
 
+    @_store_errors
     def resolve(self, change_id, state, detail=None):
         with self.engine.begin() as conn:
             conn.execute(schema.changes.update().where(
                 schema.changes.c.id == change_id).values(
-                state=state, detail=detail, resolved_at=_now()))
+                state=state, detail=detail, resolved_at=clock.utcnow()))
 
+    @_store_errors
     def changes(self, run_id, instance_uuid=None, state=None):
         t = schema.changes
         query = sa.select(t).where(t.c.run_id == run_id)
@@ -160,6 +176,7 @@ class AuditStore(object):
             return [dict(r._mapping) for r in conn.execute(
                 query.order_by(t.c.id))]
 
+    @_store_errors
     def recover(self, api_engine):
         """Settle intents left pending by a crash; return them, settled.
 
@@ -174,10 +191,11 @@ class AuditStore(object):
         if not pending:
             return []
         specs = tables.request_specs
-        with api_engine.connect() as conn:
-            current = {row.id: row.spec for row in conn.execute(
-                sa.select(specs.c.id, specs.c.spec).where(
-                    specs.c.id.in_([c['spec_id'] for c in pending])))}
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with api_engine.connect() as conn:
+                current = {row.id: row.spec for row in conn.execute(
+                    sa.select(specs.c.id, specs.c.spec).where(
+                        specs.c.id.in_([c['spec_id'] for c in pending])))}
         for change in pending:
             text = current.get(change['spec_id'])
             if text == change['after_text']:

@@ -17,28 +17,28 @@ import argparse
 import difflib
 import json
 
-from oslo_db import exception as db_exc
-import sqlalchemy.exc
-
-from healreq.audit import plan
-from healreq.audit import replay
-from healreq.audit import store as audit_store
+from healreq import api
 from healreq.cmd import common
 from healreq.cmd import output
-
-ExitCode = common.ExitCode
+from healreq import exception
 
 LIST_LIMIT = 100000  # most runs "audit list" shows at once
 
 _REPLAY_EXIT_CODES = """\
 exit codes:
-  0    changes written (with --dry-run: would be written)
-  2    some changes could not be evaluated (instance or cell missing)
+  0    every change written (with --dry-run: would be written)
+  2    some changes could not be evaluated (instance or cell missing) or,
+       for apply, were refused: the plan's new value is not what a heal
+       writes for the instance now (change-not-derived), or names another
+       spec row (plan-spec-id-mismatch)
   3    some changes were refused: the row changed since, or an operation
        is in flight on the instance
   4    nothing to do
-  127  invalid input (unknown run, unreadable or edited plan)
-  255  unexpected error"""
+  127  invalid input (unknown run, unreadable or edited plan, a spec_id
+       that is not an integer)
+  255  unexpected error
+When several apply, the most severe wins: 255, 127, 2, 3, 4. Without
+--dry-run, an apply or revert that writes nothing never exits 0."""
 
 
 def add_parsers(subparsers):
@@ -79,11 +79,13 @@ def add_parsers(subparsers):
 
     apply = subparsers.add_parser(
         'apply', help='Apply the changes of a reviewed plan file.',
-        description='Apply exactly the changes of a plan written by '
+        description='Apply the changes of a plan written by '
                     '"request-specs --dry-run --plan FILE", each only where '
                     'the row still holds the value the plan recorded '
-                    '(by digest) and no operation is in flight. Audited as '
-                    'a run of its own.',
+                    '(by digest), no operation is in flight, and a heal '
+                    'would write exactly the plan\'s new value now (the '
+                    'decision is taken again on the instance\'s current '
+                    'records). Audited as a run of its own.',
         epilog=_REPLAY_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE')
@@ -93,7 +95,7 @@ def add_parsers(subparsers):
 
 
 def audit_list(conf, argv):
-    store = common.open_audit(conf)
+    store = api.open_audit(conf)
     try:
         runs = store.list_runs(conf.command.limit)
     finally:
@@ -143,12 +145,12 @@ def readable_diff(before, after, fields):
 
 
 def audit_show(conf, argv):
-    store = common.open_audit(conf)
+    store = api.open_audit(conf)
     try:
         run = store.get_run(conf.command.run_id)
         if run is None:
-            raise common.invalid('no run %s in the audit store'
-                                 % conf.command.run_id)
+            raise exception.InvalidInput('no run %s in the audit store'
+                                         % conf.command.run_id)
         changes = store.changes(run['id'])
         findings = store.run_findings(run['id'])
     finally:
@@ -183,66 +185,22 @@ def audit_show(conf, argv):
     return 0
 
 
-def _replay(conf, argv, mode, swaps, filters):
-    """Run ``swaps`` as an audited run; print the report; return the code."""
-    with common.api_engine(conf) as api_engine:
-        store = common.open_audit(conf)
-        try:
-            store.recover(api_engine)
-            run_id = store.start_run(mode, common.command_line(argv),
-                                     filters)
-            try:
-                report = replay.Replayer(
-                    api_engine, conf.database.connection,
-                    common.settings(conf), store, run_id,
-                    dry_run=conf.command.dry_run).run(swaps)
-            except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError) as exc:
-                store.finish_run(run_id, {}, ExitCode.NEEDS_ATTENTION)
-                raise common.Stop(ExitCode.NEEDS_ATTENTION,
-                                  'nova-heal: error: API database: %s'
-                                  % common.first_line(exc))
-            code = common.exit_code_for(report)
-            store.finish_run(run_id, report.summary(), code)
-        finally:
-            store.dispose()
-    if conf.command.format == 'json':
-        common.emit_pieces(output.json_chunks(report, code, run_id), '')
-    else:
-        common.emit_pieces(output.text_lines(report, code, verbose=True,
-                                             list_skipped=True,
-                                             run_id=run_id))
-    return code
+def _render(conf, result):
+    """Print a revert or apply report; return the exit code."""
+    output.print_report(result.report, result.exit_code, result.run_id,
+                        conf.command.format == 'json', verbose=True,
+                        list_skipped=True)
+    return result.exit_code
 
 
 def revert_run(conf, argv):
     instance = common.uuid_option(conf.command.instance, 'instance')
-    store = common.open_audit(conf)
-    try:
-        # Settle a crashed run's intents first: a write that went through
-        # must be reverted too.
-        with common.api_engine(conf) as api_engine:
-            store.recover(api_engine)
-        if store.get_run(conf.command.run_id) is None:
-            raise common.invalid('no run %s in the audit store'
-                                 % conf.command.run_id)
-        changes = store.changes(conf.command.run_id, instance,
-                                audit_store.APPLIED)
-    finally:
-        store.dispose()
-    # Newest first: if a run touched a row twice, undo in reverse order.
-    swaps = [replay.Swap(
-        instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
-        expected=c['after_text'], new=c['before_text'],
-        fields=json.loads(c['fields']), expected_digest=c['after_digest'])
-        for c in reversed(changes)]
-    return _replay(conf, argv, 'revert', swaps,
-                   {'revert_of': conf.command.run_id, 'instance': instance})
+    return _render(conf, api.revert(
+        conf, conf.command.run_id, instance_uuid=instance,
+        dry_run=conf.command.dry_run, command=common.command_line(argv)))
 
 
 def apply_plan(conf, argv):
-    try:
-        planned_by, swaps = plan.read_plan(conf.command.plan_file)
-    except plan.PlanError as exc:
-        raise common.invalid(exc)
-    return _replay(conf, argv, 'apply', swaps,
-                   {'plan': conf.command.plan_file, 'plan_run': planned_by})
+    return _render(conf, api.apply_plan(
+        conf, conf.command.plan_file, dry_run=conf.command.dry_run,
+        command=common.command_line(argv)))

@@ -11,35 +11,18 @@
 #    under the License.
 
 
-"""What the commands share: exit codes, errors, engines and the audit."""
+"""What the commands share: exit codes, option values, printing."""
 
 import argparse
-import contextlib
-import enum
-import os
 import re
 import sys
 
-from oslo_db import exception as db_exc
-import sqlalchemy.exc
-
-from healreq.audit import schema as audit_schema
-from healreq.audit import store as audit_store
-from healreq.db import engines
+from healreq import api
 from healreq.db import urls
-from healreq.heal import checks
-from healreq.heal.findings import Status
+from healreq import exception
 
-
-class ExitCode(enum.IntEnum):
-    """Exit codes of ``nova-heal request-specs`` (a public contract)."""
-    HEALED = 0
-    MAX_COUNT_REACHED = 1
-    NEEDS_ATTENTION = 2
-    CONFLICT = 3
-    NOTHING_TO_HEAL = 4
-    INVALID_INPUT = 127
-    UNEXPECTED_ERROR = 255
+ExitCode = exception.ExitCode
+exit_code_for = api.exit_code_for
 
 
 EXIT_CODES_HELP = """\
@@ -54,20 +37,6 @@ exit codes:
        options)
   255  unexpected error
 When several apply, the most severe wins: 255, 127, 2, 3, 1, 0, 4."""
-
-
-def exit_code_for(report):
-    """Map a RunReport to the exit code of the most severe outcome."""
-    statuses = {finding.status for finding in report.findings}
-    if Status.ERROR in statuses or any(c.error for c in report.cells):
-        return ExitCode.NEEDS_ATTENTION
-    if Status.CONFLICT in statuses:
-        return ExitCode.CONFLICT
-    if report.more_remain:
-        return ExitCode.MAX_COUNT_REACHED
-    if statuses & {Status.HEALED, Status.DRIFTED}:
-        return ExitCode.HEALED
-    return ExitCode.NOTHING_TO_HEAL
 
 
 _UUID_RE = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
@@ -86,25 +55,6 @@ def canonical_uuid(value, what):
                          'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)'
                          % (what, value))
     return lowered
-
-
-class Stop(Exception):
-    """End the command with ``code`` and a one-line ``message``."""
-
-    def __init__(self, code, message=None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def invalid(message):
-    """A Stop for invalid input (exit 127)."""
-    return Stop(ExitCode.INVALID_INPUT, 'nova-heal: error: %s' % message)
-
-
-def first_line(exc):
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else ''
 
 
 def bounded_int(low, high):
@@ -138,63 +88,27 @@ def bounded_float(low, high):
     return parse
 
 
-def uuid_option(value, what):
-    """Canonical UUID of an option value, or None; Stop(127) if invalid.
+def non_empty(value, option, what='a value'):
+    """``value`` unless it is empty or blank; InvalidInput then.
 
-    Only an absent option means "no filter": an empty or blank value (a
-    script's unset ``$UUID``) is refused, never widened to everything.
+    Only an absent option means "no filter" or "no file": an empty value
+    (a script's unset ``$UUID``) is refused, never widened to everything.
     """
-    if value is None:
+    if value is not None and not value.strip():
+        raise exception.InvalidInput(
+            '%s was given an empty value; pass %s or leave the option out'
+            % (option, what))
+    return value
+
+
+def uuid_option(value, what):
+    """Canonical UUID of an option value, or None; InvalidInput if not."""
+    if non_empty(value, '--%s' % what, 'a UUID') is None:
         return None
-    if not value.strip():
-        raise invalid('--%s was given an empty value; pass a UUID or leave '
-                      'the option out' % what)
     try:
         return canonical_uuid(value, what)
     except ValueError as exc:
-        raise invalid(exc)
-
-
-@contextlib.contextmanager
-def api_engine(conf, pool_size=engines.POOL_SIZE):
-    """The API database engine of ``[api_database]/connection``."""
-    if not conf.api_database.connection:
-        raise invalid('[api_database]/connection is not set; pass '
-                      '--config-file /etc/nova/nova.conf')
-    try:
-        engine = engines.create_engine(conf.api_database.connection,
-                                       pool_size=pool_size)
-    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
-        raise invalid('invalid [api_database]/connection: %s' % exc)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-def settings(conf, force=False, checked_fields=None):
-    """The per-instance decision settings from configuration."""
-    values = dict(skip_updated_within=conf.healreq.skip_updated_within,
-                  force=force)
-    if checked_fields is not None:
-        values['checked_fields'] = checked_fields
-    return checks.Settings(**values)
-
-
-def audit_url(conf):
-    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
-        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
-
-
-def open_audit(conf):
-    """Open (creating or upgrading) the audit store; Stop(127) on error."""
-    url = audit_url(conf)
-    try:
-        return audit_store.AuditStore(url)
-    except (OSError, db_exc.DBError, sqlalchemy.exc.SQLAlchemyError,
-            ValueError, audit_schema.SchemaTooNew) as exc:
-        raise invalid(urls.mask_password(
-            'cannot open the audit store %s: %s' % (url, first_line(exc))))
+        raise exception.InvalidInput(str(exc))
 
 
 def command_line(argv):

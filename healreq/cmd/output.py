@@ -16,6 +16,7 @@
 import itertools
 import json
 
+from healreq.cmd import common
 from healreq.heal.findings import Status
 from healreq.heal.findings import SUMMARY_KEYS
 
@@ -41,13 +42,26 @@ def _cell_dict(cell):
                 instances_checked=cell.checked, error=cell.error, **counts)
 
 
-def render_json(report, exit_code, run_id=None):
-    """The report as one JSON document (see the README for its keys)."""
-    return ''.join(json_chunks(report, exit_code, run_id))
+def print_report(report, exit_code, run_id=None, json_format=False,
+                 verbose=False, list_skipped=False):
+    """Print ``report`` on stdout: one JSON document, or the text report.
+
+    Skipped instances are only counted in the text unless
+    ``list_skipped``: on a busy cloud many instances are mid-operation at
+    any time.
+    """
+    if json_format:
+        common.emit_pieces(json_chunks(report, exit_code, run_id), '')
+    else:
+        common.emit_pieces(text_lines(report, exit_code, verbose,
+                                      list_skipped, run_id))
 
 
 def json_chunks(report, exit_code, run_id=None):
-    """``render_json``'s text in pieces, without building it whole."""
+    """The report as one JSON document, in pieces.
+
+    The document is never built whole; the README describes its keys.
+    """
     document = {
         'run_id': run_id,
         'summary': report.summary(),
@@ -92,20 +106,12 @@ def _outcome(exit_code, report):
             4: 'nothing to heal'}[exit_code]
 
 
-def render_text(report, exit_code, verbose=False, list_skipped=False,
-                run_id=None):
-    """A readable report: one line per finding and a summary per cell.
-
-    Skipped instances are only counted unless ``list_skipped``: on a busy
-    cloud many instances are mid-operation at any time.
-    """
-    return '\n'.join(text_lines(report, exit_code, verbose, list_skipped,
-                                run_id))
-
-
 def text_lines(report, exit_code, verbose=False, list_skipped=False,
                run_id=None):
-    """``render_text``'s lines, one at a time."""
+    """The text report, one line at a time.
+
+    A line per listed finding and a summary per cell, then the totals.
+    """
     cell_names = {c.uuid: c.name for c in report.cells}
     hidden = 0
     for cell in report.cells:

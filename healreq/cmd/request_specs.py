@@ -15,21 +15,14 @@
 
 import argparse
 import sys
-import time
 
-from oslo_db import exception as db_exc
-import sqlalchemy.exc
-
-from healreq.audit import plan
+from healreq import api
 from healreq.cmd import common
-from healreq.cmd import metrics
 from healreq.cmd import output
 from healreq.cmd import progress
-from healreq.db import engines
+from healreq import exception
 from healreq.heal import engine as heal_engine
-from healreq.heal import fields
-
-ExitCode = common.ExitCode
+from healreq.heal import field_checks
 
 # Bounds of the numeric options. Values outside them are refused (exit 127)
 # before anything is read: an infinite pause, a rate that never lets a batch
@@ -75,10 +68,10 @@ def add_parser(subparsers):
                              'missing host would skip the instance. Never '
                              'overrides task_state, vm_state or deletion.')
     parser.add_argument('--fields', metavar='LIST',
-                        default=','.join(fields.FIELD_NAMES),
+                        default=','.join(field_checks.FIELD_NAMES),
                         help='Comma-separated RequestSpec fields to check '
                              'and heal (default: all): %s.'
-                             % ', '.join(fields.FIELD_NAMES))
+                             % ', '.join(field_checks.FIELD_NAMES))
     parser.add_argument('--plan', metavar='FILE',
                         help='With --dry-run: write every change the run '
                              'would make to FILE, for review and for '
@@ -116,22 +109,18 @@ def _options(conf):
     command = conf.command
     instance = common.uuid_option(command.instance, 'instance')
     cell = common.uuid_option(command.cell, 'cell')
-    for name in ('plan', 'metrics_file'):
-        value = getattr(command, name)
-        if value is not None and not value.strip():
-            raise common.invalid('--%s was given an empty value; pass a '
-                                 'path or leave the option out'
-                                 % name.replace('_', '-'))
+    common.non_empty(command.plan, '--plan', 'a path')
+    common.non_empty(command.metrics_file, '--metrics-file', 'a path')
     if command.force and not instance:
-        raise common.invalid('--force requires --instance')
+        raise exception.InvalidInput('--force requires --instance')
     if command.plan and not command.dry_run:
-        raise common.invalid('--plan requires --dry-run')
+        raise exception.InvalidInput('--plan requires --dry-run')
     checked = tuple(name.strip() for name in command.fields.split(',')
                     if name.strip())
-    if not checked or set(checked) - set(fields.FIELD_NAMES):
-        raise common.invalid(
+    if not checked or set(checked) - set(field_checks.FIELD_NAMES):
+        raise exception.InvalidInput(
             '--fields takes a comma-separated list of %s; got %r'
-            % (', '.join(fields.FIELD_NAMES), command.fields))
+            % (', '.join(field_checks.FIELD_NAMES), command.fields))
     return heal_engine.Options(
         dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
         max_count=command.max_count,
@@ -139,99 +128,41 @@ def _options(conf):
         collect_plan=bool(command.plan), sleep=command.sleep,
         workers=command.workers,
         max_rate=command.max_rate,
-        settings=common.settings(conf, command.force, checked))
-
-
-def _filters(options):
-    return {'instance': options.instance_uuid, 'cell': options.cell_uuid,
-            'max_count': options.max_count, 'force': options.settings.force,
-            'workers': options.workers, 'sleep': options.sleep,
-            'max_rate': options.max_rate,
-            'fields': list(options.settings.checked_fields)}
+        settings=api.settings(conf, command.force, checked))
 
 
 def run(conf, argv):
+    """Run request-specs through the API; print the report and problems."""
     options = _options(conf)
-    # Each cell worker reads and writes the API database.
-    with common.api_engine(conf, engines.POOL_SIZE * options.workers) as (
-            api_engine):
-        store = common.open_audit(conf)
-        try:
-            return _run(conf, argv, options, api_engine, store)
-        finally:
-            store.dispose()
-
-
-def _run(conf, argv, options, api_engine, store):
-    run_id = None
+    command = conf.command
+    display = None
+    if not command.quiet and sys.stderr.isatty():
+        display = progress.Progress(sys.stderr)
     try:
-        store.recover(api_engine)
-        run_id = store.start_run(
-            'dry-run' if options.dry_run else 'heal',
-            common.command_line(argv), _filters(options))
-        engine = heal_engine.Engine(api_engine, conf.database.connection,
-                                    options, audit=store, run_id=run_id)
-        if not conf.command.quiet and sys.stderr.isatty():
-            engine.progress = progress.Progress(sys.stderr)
-        started = time.monotonic()
-        try:
-            report = engine.run()
-        finally:
-            if engine.progress is not None:
-                engine.progress.close()
-    except heal_engine.InvalidInput as exc:
-        stop = common.invalid(exc)
-    except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError) as exc:
-        stop = common.Stop(ExitCode.NEEDS_ATTENTION,
-                           'nova-heal: error: API database: %s'
-                           % common.first_line(getattr(exc, 'orig', None)
-                                               or exc))
-    else:
-        stop = None
-    if stop is not None:
-        if run_id is not None:
-            store.finish_run(run_id, {'error': stop.message}, stop.code)
-        raise stop
-    code = common.exit_code_for(report)
-    problems = _write_outputs(conf, report, code, run_id,
-                              time.monotonic() - started, options.dry_run)
-    if problems:
-        code = ExitCode.NEEDS_ATTENTION
-    store.finish_run(run_id, report.summary(), code)
-    if conf.command.format == 'json':
-        common.emit_pieces(output.json_chunks(report, code, run_id), '')
-    elif not conf.command.quiet:
-        common.emit_pieces(output.text_lines(
-            report, code, verbose=conf.command.verbose,
-            list_skipped=conf.command.verbose or bool(options.instance_uuid),
-            run_id=run_id))
-        if conf.command.plan and not problems:
+        result = api.run_request_specs(
+            conf, options, plan_file=command.plan,
+            metrics_file=command.metrics_file,
+            command=common.command_line(argv), progress=display)
+    finally:
+        if display is not None:
+            display.close()
+    _render(conf, options, result)
+    for problem in result.problems:
+        print(problem, file=sys.stderr)
+    return result.exit_code
+
+
+def _render(conf, options, result):
+    command = conf.command
+    json_format = command.format == 'json'
+    if json_format or not command.quiet:
+        output.print_report(
+            result.report, result.exit_code, result.run_id, json_format,
+            verbose=command.verbose,
+            list_skipped=command.verbose or bool(options.instance_uuid))
+    if not json_format and not command.quiet:
+        if command.plan and not result.problems:
             common.emit('Plan of %d change(s) written to %s; review it, '
                         'then run "nova-heal apply %s".'
-                        % (len(report.planned), conf.command.plan,
-                           conf.command.plan))
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    return code
-
-
-def _write_outputs(conf, report, code, run_id, duration, dry_run):
-    """Write the plan and metrics files; return one-line problems."""
-    problems = []
-    if conf.command.plan:
-        try:
-            plan.write_plan(conf.command.plan, run_id, report.planned)
-        except OSError as exc:
-            problems.append('nova-heal: error: cannot write plan file %s: %s'
-                            % (conf.command.plan, exc))
-    if conf.command.metrics_file:
-        now = time.time()
-        text = metrics.render(report, code, duration, now, dry_run)
-        success = now if code in (ExitCode.HEALED,
-                                  ExitCode.NOTHING_TO_HEAL) else None
-        try:
-            metrics.write(conf.command.metrics_file, text, success)
-        except OSError as exc:
-            problems.append('nova-heal: error: cannot write metrics file '
-                            '%s: %s' % (conf.command.metrics_file, exc))
-    return problems
+                        % (len(result.report.planned), command.plan,
+                           command.plan))

@@ -20,6 +20,7 @@ bulk of what is read, which stays in tuples.
 
 import json
 import operator
+import weakref
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
@@ -153,16 +154,25 @@ def get_system_metadata(conn, instance_uuids):
     instance; the server aggregates each instance's rows into one JSON
     array, which is much cheaper to transfer and decode than the rows
     themselves. Where the server cannot (no JSON functions, or MariaDB
-    truncating the array at ``group_concat_max_len``), the rows are read.
+    truncating the array at ``group_concat_max_len``), the rows are read,
+    for this batch and every later one on the same engine.
     """
-    try:
-        return _aggregated_system_metadata(conn, instance_uuids)
-    except (_Unaggregated, sa.exc.DBAPIError, db_exc.DBError):
-        return _system_metadata_rows(conn, instance_uuids)
+    engine = conn.engine
+    if engine not in _UNAGGREGATED_ENGINES:
+        try:
+            return _aggregated_system_metadata(conn, instance_uuids)
+        except (_Unaggregated, sa.exc.DBAPIError, db_exc.DBError):
+            _UNAGGREGATED_ENGINES.add(engine)
+    return _system_metadata_rows(conn, instance_uuids)
 
 
 class _Unaggregated(Exception):
     """The server's aggregate of system metadata cannot be used."""
+
+
+# Engines (one per cell and run) whose server failed the aggregate once:
+# probing it again on every batch would cost a failing query each time.
+_UNAGGREGATED_ENGINES = weakref.WeakSet()
 
 
 def _aggregated_system_metadata(conn, instance_uuids):

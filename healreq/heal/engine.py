@@ -16,56 +16,46 @@
 Per cell, live instances are read in keyset-paginated batches; each batch
 costs one query per table in the cell and in the API database, whatever
 its size, and is read by a thread while the previous one is evaluated
-(``readahead``). Decisions are delegated to ``checks``; a write re-reads
+(``readahead``). Decisions are delegated to ``decisions``; a write re-reads
 the instance, re-decides, and swaps the spec only if the row still holds
 the text that was read.
 """
 
 from concurrent import futures
 import dataclasses
-import datetime
 import threading
 import time
 
-from oslo_db import api as oslo_db_api
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
-import sqlalchemy.exc
 
-from healreq.audit import store as audit_store
+from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq.db import engines
-from healreq.db import urls
-from healreq.heal import checks
-from healreq.heal import fields
+from healreq import exception
+from healreq.heal import decisions
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq.heal import readahead
-from healreq.objects import primitive
-from healreq.objects import versions
+from healreq.heal import records
+from healreq.heal import writer as spec_writer
 
 LOG = logging.getLogger(__name__)
 
-_DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
-# How many of the newest specs tell which object versions to write.
-VERSION_SAMPLE = 100
 # Findings are written to the audit store in chunks of this many: one
 # commit (and its fsyncs) per chunk rather than per batch.
 FINDINGS_CHUNK = 1000
-# A cell URL may fail to parse (ValueError, e.g. a non-numeric port) or to
-# format (urls.TemplateError, a ValueError): both are per-cell problems.
-_CELL_ERRORS = _DB_ERRORS + (ValueError,)
-
-
-class InvalidInput(Exception):
-    """The operator asked for something that does not exist or clashes."""
 
 
 @dataclasses.dataclass
 class Options:
+    """What a run of request-specs does (see ``nova-heal request-specs``).
+
+    ``collect_plan`` (with ``dry_run``) keeps every would-be change in the
+    report's ``planned``; ``settings`` are the per-instance decisions'.
+    """
     dry_run: bool = False
     instance_uuid: str = None
     cell_uuid: str = None
@@ -75,8 +65,8 @@ class Options:
     workers: int = 1
     sleep: float = 0.0
     max_rate: float = None
-    settings: checks.Settings = dataclasses.field(
-        default_factory=checks.Settings)
+    settings: decisions.Settings = dataclasses.field(
+        default_factory=decisions.Settings)
 
 
 class _FindingsLog(object):
@@ -100,22 +90,12 @@ class _FindingsLog(object):
             self._pending = []
 
 
-def _cell_fields(rows, uuid):
-    """InstanceRecord fields of ``uuid`` from ``_read_cell_rows``' rows."""
-    return {name: found.get(uuid, []) for name, found in rows.items()}
-
-
-def _utcnow():
-    return datetime.datetime.now(datetime.timezone.utc).replace(
-        tzinfo=None, microsecond=0)
-
-
 class Engine(object):
     """One run of ``request-specs`` over the selected cells."""
 
     def __init__(self, api_engine, reference_url, options,
-                 connect=engines.create_engine, clock=_utcnow, audit=None,
-                 run_id=None):
+                 connect=engines.create_engine, clock=clock_module.utcnow,
+                 audit=None, run_id=None):
         """Prepare a run.
 
         ``audit`` (an AuditStore) records findings and every change of
@@ -136,54 +116,47 @@ class Engine(object):
         self._connect = connect
         self._clock = clock
         self.report = RunReport(dry_run=options.dry_run)
-        self.profile = versions.VersionProfile()
+        self.profile = None
         self._would_heal = 0
+        self.writer = spec_writer.SpecWriter(
+            api_engine, clock, audit=audit, run_id=run_id,
+            dry_run=options.dry_run)
 
     # -- selection ---------------------------------------------------------
 
     def _select_cells(self):
-        with self.api_engine.connect() as conn:
-            cells = api_queries.get_cells(conn)
-            if self.options.instance_uuid:
-                mapping = api_queries.get_instance_mapping(
-                    conn, self.options.instance_uuid)
-                if mapping is None:
-                    raise InvalidInput(
-                        'instance %s has no instance mapping; check the '
-                        'UUID or run nova-manage cell_v2 verify_instance'
-                        % self.options.instance_uuid)
-                return [c for c in cells if c['id'] == mapping['cell_id']]
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.api_engine.connect() as conn:
+                cells = api_queries.get_cells(conn)
+                mapping = None
+                if self.options.instance_uuid:
+                    mapping = api_queries.get_instance_mapping(
+                        conn, self.options.instance_uuid)
+        if self.options.instance_uuid:
+            if mapping is None:
+                raise exception.InvalidInput(
+                    'instance %s has no instance mapping; check the '
+                    'UUID or run nova-manage cell_v2 verify_instance'
+                    % self.options.instance_uuid)
+            return [c for c in cells if c['id'] == mapping['cell_id']]
         if self.options.cell_uuid:
             selected = [c for c in cells
                         if c['uuid'] == self.options.cell_uuid]
             if not selected:
-                raise InvalidInput('cell %s is not in cell_mappings'
-                                   % self.options.cell_uuid)
+                raise exception.InvalidInput('cell %s is not in '
+                                             'cell_mappings'
+                                             % self.options.cell_uuid)
             if self.options.cell_uuid == api_queries.CELL0_UUID:
-                raise InvalidInput('cell0 only holds instances that were '
-                                   'never scheduled; nothing to heal there')
+                raise exception.InvalidInput(
+                    'cell0 only holds instances that were never '
+                    'scheduled; nothing to heal there')
             return selected
         return [c for c in cells if c['uuid'] != api_queries.CELL0_UUID]
-
-    def _learn_versions(self):
-        """Learn the object versions the deployment's Nova writes now.
-
-        The newest spec rows were written by the running Nova; a fixed
-        sample, read once, keeps every decision of the run independent of
-        the order in which instances are visited.
-        """
-        with self.api_engine.connect() as conn:
-            texts = api_queries.get_newest_specs(conn, VERSION_SAMPLE)
-        for text in texts:
-            try:
-                self.profile.observe(primitive.load_json(text, 'spec'))
-            except primitive.PrimitiveError:
-                continue
 
     def run(self):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
-        self._learn_versions()
+        self.profile = records.learn_versions(self.api_engine)
         self._started = self._monotonic()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
@@ -236,12 +209,12 @@ class Engine(object):
 
     # -- per cell ----------------------------------------------------------
 
-    def _cell_url(self, cell):
-        return urls.format_cell_url(cell['database_connection'] or '',
-                                    self.reference_url)
-
     def _process_cell(self, cell, sink):
-        """Process one cell; its findings go to ``sink`` (a RunReport)."""
+        """Process one cell; its findings go to ``sink`` (a RunReport).
+
+        Errors of the cell's database fail the cell only; errors of the
+        API database or of the audit store end the run.
+        """
         report = CellReport(uuid=cell['uuid'], name=cell['name'])
         sink.cells.append(report)
         if cell['uuid'] == api_queries.CELL0_UUID:
@@ -255,44 +228,36 @@ class Engine(object):
         LOG.info('Looking for instances in cell %s(%s)',
                  cell['uuid'], cell['name'])
         try:
-            engine = self._connect(self._cell_url(cell))
-        except _CELL_ERRORS as exc:
+            engine = records.connect_cell(cell, self.reference_url,
+                                          self._connect)
+        except exception.CellDatabaseError as exc:
             self._cell_failed(cell, report, exc)
             return
         log = _FindingsLog(self.audit, self.run_id)
         try:
             self._walk_cell(cell, engine, report, sink, log)
-        except _DB_ERRORS as exc:
-            self._cell_failed(cell, report, exc)
+        except exception.DB_ERRORS as exc:
+            self._cell_failed(cell, report, records.cell_error(cell, exc))
         finally:
             engine.dispose()
             log.flush()
 
     def _cell_failed(self, cell, report, exc):
-        report.error = self._describe_cell_error(exc)
+        report.error = str(exc)
         LOG.error('Cell %s(%s): %s', cell['uuid'], cell['name'],
                   report.error)
 
-    def _describe_cell_error(self, exc):
-        if isinstance(exc, ValueError):
-            return urls.mask_password('invalid cell database URL: %s' % exc)
-        if isinstance(exc, db_exc.DBConnectionError):
-            kind = 'cell database unreachable'
-        else:
-            kind = 'cell database error'
-        original = getattr(exc, 'inner_exception', None) or exc
-        message = str(getattr(original, 'orig', None) or original)
-        return urls.mask_password('%s: %s' % (kind, message.splitlines()[0]
-                                              if message else type(exc)))
-
     def _walk_cell(self, cell, engine, report, sink, log):
+        checked = self.options.settings.checked_fields
         if self.options.instance_uuid:
-            records = self._read_instance(engine, self.options.instance_uuid)
-            if not records:
-                raise InvalidInput(
+            found = records.read_instance(self.api_engine, engine,
+                                          self.options.instance_uuid,
+                                          checked)
+            if not found:
+                raise exception.InvalidInput(
                     'instance %s is mapped to cell %s but is not in its '
                     'database' % (self.options.instance_uuid, cell['uuid']))
-            self._process_batch(cell, engine, records, report, sink, log)
+            self._process_batch(cell, engine, found, report, sink, log)
             return
         total = None
         if self.progress is not None:
@@ -300,23 +265,24 @@ class Engine(object):
                 total = cell_queries.count_live_instances(conn)
             self.progress(cell, report, total)
         with readahead.ReadAhead(self._pages(engine)) as pages:
-            for records in pages:
-                processed = self._process_batch(cell, engine, records,
+            for batch in pages:
+                processed = self._process_batch(cell, engine, batch,
                                                 report, sink, log)
                 if self.progress is not None:
                     self.progress(cell, report, total)
                 self._throttle()
-                if processed < len(records):
+                if processed < len(batch):
                     sink.more_remain = True
                     return
                 if self._limit_reached():
                     with engine.connect() as conn:
                         sink.more_remain = cell_queries.has_instances_after(
-                            conn, records[-1].instance['id'])
+                            conn, batch[-1].instance['id'])
                     return
 
     def _pages(self, engine):
         """Yield the records of each page of live instances, by id."""
+        checked = self.options.settings.checked_fields
         after_id = 0
         while True:
             with engine.connect() as conn:
@@ -324,9 +290,9 @@ class Engine(object):
                     conn, after_id, self.options.batch_size)
                 if not page:
                     return
-                rows, failed = self._read_batch_rows(
-                    conn, [i['uuid'] for i in page])
-            yield self._records(page, rows, failed)
+                rows, failed = records.read_batch_rows(
+                    conn, [i['uuid'] for i in page], checked)
+            yield records.build_records(self.api_engine, page, rows, failed)
             after_id = page[-1]['id']
 
     def _throttle(self):
@@ -345,95 +311,42 @@ class Engine(object):
         """Whether any of ``cells`` has a live instance (unknown: yes)."""
         for cell in cells:
             try:
-                engine = self._connect(self._cell_url(cell))
+                engine = records.connect_cell(cell, self.reference_url,
+                                              self._connect)
                 try:
                     with engine.connect() as conn:
                         if cell_queries.has_instances_after(conn, 0):
                             return True
                 finally:
                     engine.dispose()
-            except _CELL_ERRORS:
+            except exception.DB_ERRORS + (exception.CellDatabaseError,):
                 return True
         return False
 
     # -- per batch ---------------------------------------------------------
 
-    def _read_instance(self, engine, instance_uuid):
-        """The records of one instance (live or not), or []."""
-        with engine.connect() as conn:
-            found = cell_queries.get_instances(conn, [instance_uuid])
-            if not found:
-                return []
-            rows, failed = self._read_batch_rows(conn, [instance_uuid])
-        return self._records(list(found.values()), rows, failed)
-
-    def _read_batch_rows(self, conn, uuids):
-        """``_read_cell_rows`` and the targets of failed resizes.
-
-        Failed resizes only explain a drift; they are rarely any, but
-        reading them with the batch keeps a query off the evaluating
-        thread, and the re-read before a write can leave them out.
-        """
-        return (self._read_cell_rows(conn, uuids),
-                cell_queries.get_failed_resize_flavor_ids(conn, uuids))
-
-    def _read_cell_rows(self, conn, uuids):
-        """The cell rows the checked fields need, one query per table."""
-        checked = set(self.options.settings.checked_fields)
-        rows = {
-            'extras': cell_queries.get_instance_extras(conn, uuids),
-            'migrations': cell_queries.get_migrations_in_progress(
-                conn, uuids),
-            'system_metadata': {},
-            'block_devices': {},
-        }
-        if checked & fields.NEEDS_SYSTEM_METADATA:
-            rows['system_metadata'] = cell_queries.get_system_metadata(
-                conn, uuids)
-        if checked & fields.NEEDS_BLOCK_DEVICES:
-            rows['block_devices'] = cell_queries.get_root_block_devices(
-                conn, uuids)
-        return rows
-
-    def _records(self, instances, rows, failed_resizes):
-        """InstanceRecords of ``instances``, with their API rows read."""
-        uuids = [i['uuid'] for i in instances]
-        with self.api_engine.connect() as conn:
-            mappings = api_queries.get_instance_mappings(conn, uuids)
-            specs = api_queries.get_request_specs(conn, uuids)
-        records = []
-        for instance in instances:
-            uuid = instance['uuid']
-            record = checks.InstanceRecord(
-                instance=instance, mapping=mappings.get(uuid),
-                spec_row=specs.get(uuid),
-                failed_resize_flavor_ids=failed_resizes.get(uuid,
-                                                            frozenset()),
-                **_cell_fields(rows, uuid))
-            checks.parse_spec(record)
-            records.append(record)
-        return records
-
-    def _process_batch(self, cell, engine, records, report, sink, log):
+    def _process_batch(self, cell, engine, batch, report, sink, log):
         """Evaluate and heal a batch; return how many were processed.
 
         Findings go to ``sink`` (a RunReport) and ``log`` (_FindingsLog).
         """
         now = self._clock()
-        evaluations = [checks.evaluate(record, cell, now,
-                                       self.options.settings, self.profile)
-                       for record in records]
+        evaluations = [decisions.evaluate(record, cell, now,
+                                          self.options.settings,
+                                          self.profile)
+                       for record in batch]
         # Instances about to be written are read again, all at once, right
         # before their writes: a decision is only acted upon if it still
         # holds for the records as they are now. A dry run does the same,
         # so that it reports what a heal would do.
-        fresh = self._reread(engine, [
-            record for record, evaluation in zip(records, evaluations)
-            if evaluation.finding.status is Status.DRIFTED])
-        processed = len(records)
+        fresh = records.reread(engine, [
+            record for record, evaluation in zip(batch, evaluations)
+            if evaluation.finding.status is Status.DRIFTED],
+            self.options.settings.checked_fields)
+        processed = len(batch)
         listed = []
         for position, (record, evaluation) in enumerate(
-                zip(records, evaluations)):
+                zip(batch, evaluations)):
             if self._limit_reached():
                 processed = position
                 break
@@ -476,83 +389,42 @@ class Engine(object):
             self._would_heal -= 1
 
     def _heal(self, cell, record, fresh, evaluation, sink):
-        """Re-check the instance on ``fresh``, then compare-and-swap its spec.
+        """Write the healed spec, deciding again on ``fresh``.
 
         Returns False, touching nothing, when --max-count is used up.
         """
         finding = evaluation.finding
-        if not self._still_holds(cell, fresh, evaluation):
-            return True
-        if not self._reserve_heal():
+        change = spec_writer.Change(
+            instance_uuid=finding.instance_uuid,
+            spec_id=record.spec_row['id'], fields=finding.drift,
+            before=record.spec_row['spec'], after=evaluation.new_spec)
+        if not self.writer.write(
+                change, finding,
+                lambda: self._decide_again(cell, fresh, evaluation),
+                take=self._reserve_heal, give_back=self._release_heal):
             return False
-        if self.options.dry_run:
-            if self.options.collect_plan:
-                sink.planned.append(
-                    (finding, record.spec_row, evaluation.new_spec))
-            return True
-        change_id = None
-        if self.audit is not None:
-            change_id = self.audit.intent(
-                self.run_id, finding.instance_uuid, finding.cell_uuid,
-                record.spec_row['id'], finding.drift,
-                record.spec_row['spec'], evaluation.new_spec)
-        swapped = self._swap(record.spec_row, evaluation.new_spec)
-        if change_id is not None:
-            self.audit.resolve(change_id, audit_store.APPLIED if swapped
-                               else audit_store.REFUSED)
-        if swapped:
-            finding.status = Status.HEALED
+        if finding.status is Status.HEALED:
             LOG.info('Healed request spec of instance %s: %s',
                      finding.instance_uuid,
                      '; '.join(str(c) for c in finding.changes))
-        else:
-            self._release_heal()
-            finding.status = Status.CONFLICT
-            finding.reason = 'spec-changed'
-            finding.detail = ('request_specs.spec changed after it was '
-                              'read; left alone, run again to re-check')
+        elif (finding.status is Status.DRIFTED
+              and self.options.collect_plan):
+            sink.planned.append((finding, record.spec_row,
+                                 evaluation.new_spec))
         return True
 
-    def _still_holds(self, cell, fresh, evaluation):
-        """Whether the fresh records lead to the same new spec.
+    def _decide_again(self, cell, fresh, evaluation):
+        """None if the fresh records lead to the same new spec.
 
-        If not, the finding becomes a conflict and nothing is written.
+        If not, a Refusal: the finding becomes a conflict.
         """
-        again = checks.evaluate(fresh, cell, self._clock(),
-                                self.options.settings, self.profile)
+        again = decisions.evaluate(fresh, cell, self._clock(),
+                                   self.options.settings, self.profile)
         if again.new_spec == evaluation.new_spec:
-            return True
-        finding = evaluation.finding
-        finding.status = Status.CONFLICT
-        finding.reason = 'instance-changed'
-        finding.detail = ('the instance changed while it was being '
-                          'checked (now: %s%s); left alone' % (
-                              again.finding.status.value,
-                              ', %s' % again.finding.reason
-                              if again.finding.reason else ''))
-        return False
-
-    def _reread(self, engine, records):
-        """Fresh copies of ``records`` (by uuid) from the cell database."""
-        if not records:
-            return {}
-        uuids = [record.instance['uuid'] for record in records]
-        with engine.connect() as conn:
-            instances = cell_queries.get_instances(conn, uuids)
-            rows = self._read_cell_rows(conn, uuids)
-        fresh = {}
-        for record in records:
-            uuid = record.instance['uuid']
-            # An instance archived meanwhile reads as deleted.
-            instance = instances.get(uuid) or dict(record.instance,
-                                                   deleted=-1)
-            fresh[uuid] = dataclasses.replace(
-                record, instance=instance, **_cell_fields(rows, uuid))
-        return fresh
-
-    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
-    def _swap(self, spec_row, new_spec):
-        with self.api_engine.begin() as conn:
-            return api_queries.swap_request_spec(
-                conn, spec_row['id'], spec_row['instance_uuid'],
-                spec_row['spec'], new_spec, self._clock())
+            return None
+        return spec_writer.Refusal(
+            Status.CONFLICT, 'instance-changed',
+            'the instance changed while it was being checked (now: %s%s); '
+            'left alone' % (again.finding.status.value,
+                            ', %s' % again.finding.reason
+                            if again.finding.reason else ''))

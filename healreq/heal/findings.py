@@ -110,6 +110,13 @@ REASONS = {
             'read',
         'instance-mapped-elsewhere':
             'the instance mapping points to another cell',
+        'change-not-derived':
+            'apply: the plan\'s new value is not what a heal would write '
+            'for the instance now (the instance changed since the plan '
+            'was written, or the plan was altered); nothing is written',
+        'plan-spec-id-mismatch':
+            'apply: the plan names another request_specs row than the '
+            'instance\'s; nothing is written',
     },
     Status.CONFLICT: {
         'spec-changed':

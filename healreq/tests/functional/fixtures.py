@@ -34,10 +34,10 @@ import sqlalchemy as sa
 import testscenarios
 import testtools
 
-from healreq.cmd import heal
-from healreq.db import engines
+from healreq import api
+from healreq.cmd import main
 from healreq.db import tables
-from healreq.heal import checks
+from healreq.heal import decisions
 from healreq.heal import engine as heal_engine
 from healreq.testing import demo
 from healreq.testing import deployment as dep
@@ -130,7 +130,7 @@ def run_main(argv):
     """Run ``nova-heal`` in-process; return its code, stdout and stderr."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = heal.main(argv)
+        code = main.main(argv)
     return Result(code, out.getvalue(), err.getvalue())
 
 
@@ -313,20 +313,17 @@ class DeploymentTestCase(testscenarios.WithScenarios, testtools.TestCase):
                                                t.c.spec)).all())
 
     def run_engine(self, clock=None, **options):
-        """Run the request-specs Engine in-process, as the CLI builds it.
+        """Run request-specs in-process through the API, as the CLI does.
 
-        Returns the RunReport. ``clock`` replaces the engine's clock.
+        Returns the RunReport. ``clock`` replaces the run's clock.
         """
-        api_engine = engines.create_engine(
-            self.deployment.api_engine.url.render_as_string(
-                hide_password=False))
-        self.addCleanup(api_engine.dispose)
+        conf = api.load_config([self.config_file])
+        self.addCleanup(conf.reset)
         options.setdefault('settings',
-                           checks.Settings(skip_updated_within=60))
+                           decisions.Settings(skip_updated_within=60))
         kwargs = {'clock': clock} if clock is not None else {}
-        return heal_engine.Engine(api_engine, self.db.reference_url(),
-                                  heal_engine.Options(**options),
-                                  **kwargs).run()
+        return api.run_request_specs(conf, heal_engine.Options(**options),
+                                     **kwargs).report
 
 
 def utcnow():

@@ -30,16 +30,20 @@ import uuid as uuidlib
 import fixtures as test_fixtures
 import sqlalchemy as sa
 
+from healreq import api
 from healreq.audit import store as audit_store
 from healreq.db import tables
-from healreq.heal import fields
+from healreq import exception
+from healreq.heal import decisions
+from healreq.heal import engine as heal_engine
+from healreq.heal import field_checks
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import fixtures
 from healreq import version
 
 HEAL_FILTERS = {'instance': None, 'cell': None, 'max_count': None,
-                'force': False, 'fields': list(fields.FIELD_NAMES)}
+                'force': False, 'fields': list(field_checks.FIELD_NAMES)}
 
 
 def sha256(text):
@@ -377,6 +381,39 @@ class RunRecordTest(AuditTestCase):
         for secret in secrets:
             self.assertNotIn(secret, dump)
             self.assertNotIn(secret.encode('utf-8'), raw)
+
+
+class ComponentErrorTest(AuditTestCase):
+    """A failing API database is named as such, not as the cell's."""
+
+    def test_api_database_fails_during_the_walk(self):
+        for _ in range(5):
+            self.add_consistent(self.cell1)
+        t = tables.request_specs
+
+        def drop_specs():
+            with self.deployment.api_engine.begin() as conn:
+                conn.exec_driver_sql('ALTER TABLE %s RENAME TO gone'
+                                     % t.name)
+        # Clock call 1 comes with the first batch; the reader thread reads
+        # the fourth batch's API rows only after the second was taken.
+        clock = fixtures.ActingClock(drop_specs, 1)
+        conf = api.load_config([self.config_file])
+        self.addCleanup(conf.reset)
+        options = heal_engine.Options(
+            dry_run=True, cell_uuid=self.cell1.uuid, batch_size=1,
+            settings=decisions.Settings(skip_updated_within=60))
+        error = self.assertRaises(exception.ApiDatabaseError,
+                                  api.run_request_specs, conf, options,
+                                  clock=clock)
+        self.assertTrue(clock.fired)
+        self.assertEqual(2, error.exit_code)
+        self.assertTrue(error.line().startswith(
+            'nova-heal: error: API database: '), error.line())
+        self.assertNotIn('cell', error.line())
+        run, = self.audit_runs().values()
+        self.assertEqual((2, error.line()),
+                         (run['exit_code'], run['summary']['error']))
 
 
 class AuditFileTest(AuditTestCase):
@@ -746,6 +783,138 @@ class PlanApplyTest(AuditTestCase):
         self.assertEqual(127, missing.code)
         self.assertEqual(self.originals, self.all_spec_texts())
         self.assertEqual({}, self.audit_runs())
+
+    def attack(self, instance_uuid, **values):
+        """Keep only the change of ``instance_uuid``, with ``values`` set.
+
+        The digests are recomputed, as anyone who can edit the file can.
+        """
+        with open(self.plan_path) as handle:
+            plan = json.load(handle)
+        change, = [c for c in plan['changes']
+                   if c['instance_uuid'] == instance_uuid]
+        change.update(values)
+        change['before_digest'] = sha256(change['before'])
+        change['after_digest'] = sha256(change['after'])
+        plan['changes'] = [change]
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        return change
+
+    def assert_apply_refuses(self, instance_uuid, reason, detail):
+        """apply writes nothing, records no change and exits 2."""
+        result, document = self.run_json('apply', self.plan_path)
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(instance_uuid, 'error', reason)],
+                         [(r['instance_uuid'], r['status'], r['reason'])
+                          for r in document['results']])
+        self.assertIn(detail, document['results'][0]['detail'])
+        self.assertEqual(0, document['summary']['healed'])
+        self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual({}, self.changes_by_instance(document['run_id']))
+        self.assertEqual(2, self.audit_runs()[document['run_id']][
+            'exit_code'])
+
+    def test_after_replaced_by_garbage(self):
+        self.write_plan()
+        self.attack(self.first, after=json.dumps({'garbage': True}))
+        self.assert_apply_refuses(self.first, 'change-not-derived',
+                                  'not a RequestSpec document')
+
+    def test_after_not_json(self):
+        self.write_plan()
+        self.attack(self.second, after='this is not json')
+        self.assert_apply_refuses(self.second, 'change-not-derived',
+                                  'not JSON')
+
+    def test_after_is_another_instances_spec(self):
+        _, plan = self.write_plan()
+        afters = {c['instance_uuid']: c['after'] for c in plan['changes']}
+        self.attack(self.first, after=afters[self.second])
+        self.assert_apply_refuses(self.first, 'change-not-derived',
+                                  'of another instance')
+
+    def test_after_is_another_flavor(self):
+        """A well-formed spec of the same instance, but not the heal's."""
+        self.write_plan()
+        other = json.dumps(dep.request_spec(self.first, demo.A2_MEDIUM))
+        self.attack(self.first, after=other)
+        self.assert_apply_refuses(self.first, 'change-not-derived',
+                                  'differs from the derived one')
+
+    def test_spec_id_of_another_row(self):
+        _, plan = self.write_plan()
+        ids = {c['instance_uuid']: c['spec_id'] for c in plan['changes']}
+        self.attack(self.first, spec_id=ids[self.second])
+        self.assert_apply_refuses(self.first, 'plan-spec-id-mismatch',
+                                  'row %s' % ids[self.second])
+
+    def test_spec_id_not_an_integer(self):
+        _, plan = self.write_plan()
+        spec_id = {c['instance_uuid']: c['spec_id']
+                   for c in plan['changes']}[self.third]
+        for value in (spec_id + 0.7, float(spec_id), str(spec_id), True,
+                      None):
+            self.write_plan()
+            self.attack(self.third, spec_id=value)
+            runs = set(self.audit_runs())
+            result = self.run_cli('apply', self.plan_path)
+            self.assertEqual(127, result.code,
+                             '%r: %s' % (value, result.stdout + result.stderr))
+            self.assertEqual(['nova-heal: error: plan %s is malformed: '
+                              'spec_id %s of %s is not an integer'
+                              % (self.plan_path, json.dumps(value),
+                                 self.third)],
+                             result.stderr.splitlines())
+            self.assertEqual(self.originals, self.all_spec_texts())
+            self.assertEqual(runs, set(self.audit_runs()))
+
+    def test_change_values_of_the_wrong_type(self):
+        for values in ({'fields': 'flavor'}, {'fields': [1]},
+                       {'instance_uuid': [self.first]},
+                       {'before': None}):
+            self.write_plan()
+            with open(self.plan_path) as handle:
+                plan = json.load(handle)
+            plan['changes'][0].update(values)
+            with open(self.plan_path, 'w') as handle:
+                json.dump(plan, handle)
+            result = self.run_cli('apply', self.plan_path)
+            self.assertEqual(127, result.code, '%r: %s' % (
+                values, result.stdout + result.stderr))
+            self.assertEqual(1, len(result.stderr.splitlines()),
+                             result.stderr)
+            self.assertIn('malformed', result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def test_refused_change_does_not_stop_the_others(self):
+        _, plan = self.write_plan()
+        plan['changes'][0]['after'] = 'this is not json'
+        plan['changes'][0]['after_digest'] = sha256('this is not json')
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        result, document = self.run_json('apply', self.plan_path)
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        refused = plan['changes'][0]['instance_uuid']
+        self.assertEqual(
+            sorted([(refused, 'error')] + [
+                (c['instance_uuid'], 'healed') for c in plan['changes'][1:]]),
+            sorted((r['instance_uuid'], r['status'])
+                   for r in document['results']))
+        self.assertEqual(self.originals[refused],
+                         self.deployment.spec_text(refused))
+
+    def test_instance_changed_since_the_plan(self):
+        """The plan's value is no longer what a heal writes: refused."""
+        self.write_plan()
+        self.attack(self.third)
+        # The instance is resized to the spec's flavor after the plan.
+        self.update_extra(self.cell2, self.third,
+                          flavor=dep.instance_flavors(demo.E2_MEDIUM))
+        self.update_instance(self.cell2, self.third, instance_type_id=831,
+                             root_gb=25)
+        self.assert_apply_refuses(self.third, 'change-not-derived',
+                                  'consistent with the instance now')
 
     def test_plan_requires_dry_run(self):
         result = self.heal('--plan', self.plan_path)

@@ -12,10 +12,12 @@
 
 """A crash at any point leaves the audit and Nova's database agreeing.
 
-Failures are injected at the real seams (the spec write, the marking of
-a change) by subclassing the engine, the replayer and the audit store;
-the databases are real. The last test kills ``nova-heal request-specs``
-with SIGKILL, as a real process, at random moments of a long heal.
+Failures are injected at the real seams (right after an intent is
+recorded, before the spec write; right after the write, before the
+change is marked) by subclassing the audit store that the run API
+writes through; the databases are real. The last test kills
+``nova-heal request-specs`` with SIGKILL, as a real process, at random
+moments of a long heal.
 """
 
 import json
@@ -30,12 +32,11 @@ import fixtures as test_fixtures
 import sqlalchemy as sa
 from testtools import content
 
-from healreq.audit import replay
+from healreq import api
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
-from healreq.db import engines
 from healreq.db import tables
-from healreq.heal import checks
+from healreq.heal import decisions
 from healreq.heal import engine as heal_engine
 from healreq.testing import demo
 from healreq.testing import deployment as dep
@@ -51,11 +52,12 @@ class Interrupted(BaseException):
     """A crash: like KeyboardInterrupt, nothing in healreq catches it."""
 
 
-class InterruptedBeforeWrite(heal_engine.Engine):
+class InterruptedBeforeWrite(audit_store.AuditStore):
     """Dies on its first spec write, after the intent was recorded."""
 
-    def _swap(self, spec_row, new_spec):
-        raise Interrupted('before writing %s' % spec_row['instance_uuid'])
+    def intent(self, run_id, instance_uuid, *args):
+        super().intent(run_id, instance_uuid, *args)
+        raise Interrupted('before writing %s' % instance_uuid)
 
 
 class InterruptedBeforeMark(audit_store.AuditStore):
@@ -63,13 +65,6 @@ class InterruptedBeforeMark(audit_store.AuditStore):
 
     def resolve(self, change_id, state, detail=None):
         raise Interrupted('before marking change %s %s' % (change_id, state))
-
-
-class ReplayInterruptedBeforeWrite(replay.Replayer):
-    """A revert or apply that dies on its first spec write."""
-
-    def _swap(self, swap):
-        raise Interrupted('before writing %s' % swap.instance_uuid)
 
 
 class InjectedCrashTest(test_audit.AuditTestCase):
@@ -81,10 +76,8 @@ class InjectedCrashTest(test_audit.AuditTestCase):
         self.second = self.add_drifted(self.cell1)
         self.add_consistent(self.cell2)
         self.originals = self.all_spec_texts()
-        self.api_engine = engines.create_engine(
-            self.deployment.api_engine.url.render_as_string(
-                hide_password=False))
-        self.addCleanup(self.api_engine.dispose)
+        self.conf = api.load_config([self.config_file])
+        self.addCleanup(self.conf.reset)
         self.store = self.open_store(audit_store.AuditStore)
 
     def open_store(self, store_class):
@@ -93,23 +86,16 @@ class InjectedCrashTest(test_audit.AuditTestCase):
         self.addCleanup(store.dispose)
         return store
 
-    def crash_heal(self, engine_class=heal_engine.Engine,
-                   store_class=audit_store.AuditStore):
-        """Run a heal that crashes; return its run id.
-
-        Built as request-specs builds it: recovery, a run record, then an
-        Engine writing through the audit store.
-        """
+    def crash_heal(self, store_class):
+        """Run a heal through the API that crashes; return its run id."""
         store = self.open_store(store_class)
-        store.recover(self.api_engine)
-        run_id = store.start_run('heal', 'nova-heal request-specs', {})
-        engine = engine_class(
-            self.api_engine, self.db.reference_url(),
-            heal_engine.Options(
-                settings=checks.Settings(skip_updated_within=60)),
-            audit=store, run_id=run_id)
-        self.assertRaises(Interrupted, engine.run)
-        return run_id
+        runs = set(self.audit_runs())
+        self.assertRaises(Interrupted, api.run_request_specs, self.conf,
+                          heal_engine.Options(settings=decisions.Settings(
+                              skip_updated_within=60)), audit=store)
+        started = set(self.audit_runs()) - runs
+        self.assertEqual(1, len(started), started)
+        return started.pop()
 
     def only_change(self, run_id):
         changes = self.store.changes(run_id)
@@ -122,7 +108,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
                          (run['ended_at'], run['exit_code'], run['summary']))
 
     def test_interrupted_before_the_write(self):
-        run_id = self.crash_heal(engine_class=InterruptedBeforeWrite)
+        run_id = self.crash_heal(InterruptedBeforeWrite)
         change = self.only_change(run_id)
         self.assertEqual(
             (self.first, PENDING, self.originals[self.first], None),
@@ -150,7 +136,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
         self.assertEqual({APPLIED}, {c['state'] for c in changes.values()})
 
     def test_interrupted_before_the_mark(self):
-        run_id = self.crash_heal(store_class=InterruptedBeforeMark)
+        run_id = self.crash_heal(InterruptedBeforeMark)
         change = self.only_change(run_id)
         self.assertEqual((self.first, PENDING),
                          (change['instance_uuid'], change['state']))
@@ -178,7 +164,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
         self.assertEqual(4, self.heal().code)
 
     def test_row_changed_after_an_interrupted_write(self):
-        run_id = self.crash_heal(store_class=InterruptedBeforeMark)
+        run_id = self.crash_heal(InterruptedBeforeMark)
         nova = json.dumps(dep.request_spec(self.first, demo.M1_LARGE),
                           indent=1)
         self.deployment.set_spec(self.first, nova)
@@ -194,7 +180,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
 
     def test_row_back_to_before_after_an_interrupted_write(self):
         """Someone put the old text back: the write is not counted."""
-        run_id = self.crash_heal(store_class=InterruptedBeforeMark)
+        run_id = self.crash_heal(InterruptedBeforeMark)
         self.deployment.set_spec(self.first, self.originals[self.first])
         self.heal('--dry-run')
         self.assertEqual(REFUSED, self.only_change(run_id)['state'])
@@ -205,7 +191,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
         The crash left the change pending although the spec was written;
         revert settles it (applied) and must then put the old text back.
         """
-        run_id = self.crash_heal(store_class=InterruptedBeforeMark)
+        run_id = self.crash_heal(InterruptedBeforeMark)
         self.assertNotEqual(self.originals, self.all_spec_texts())
         result, document = self.run_json('revert', run_id)
         self.assertEqual(APPLIED, self.only_change(run_id)['state'])
@@ -219,7 +205,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
             self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
         result = self.heal('--dry-run', '--plan', plan_path)
         self.assertEqual(0, result.code, result.stdout + result.stderr)
-        run_id = self.crash_heal(engine_class=InterruptedBeforeWrite)
+        run_id = self.crash_heal(InterruptedBeforeWrite)
         self.assertEqual(PENDING, self.only_change(run_id)['state'])
         result, document = self.run_json('apply', plan_path)
         self.assertEqual(0, result.code, result.stdout + result.stderr)
@@ -230,18 +216,11 @@ class InjectedCrashTest(test_audit.AuditTestCase):
     def test_interrupted_revert(self):
         heal_run = self.heal_run()
         healed = self.all_spec_texts()
-        revert_run = self.store.start_run('revert', 'nova-heal revert',
-                                          {'revert_of': heal_run})
-        swaps = [replay.Swap(
-            instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
-            expected=c['after_text'], new=c['before_text'],
-            fields=json.loads(c['fields']),
-            expected_digest=c['after_digest'])
-            for c in self.store.changes(heal_run, state=APPLIED)]
-        replayer = ReplayInterruptedBeforeWrite(
-            self.api_engine, self.db.reference_url(),
-            checks.Settings(skip_updated_within=60), self.store, revert_run)
-        self.assertRaises(Interrupted, replayer.run, swaps)
+        runs = set(self.audit_runs())
+        self.assertRaises(Interrupted, api.revert, self.conf, heal_run,
+                          audit=self.open_store(InterruptedBeforeWrite))
+        revert_run, = set(self.audit_runs()) - runs
+        self.assertEqual('revert', self.audit_runs()[revert_run]['mode'])
         self.assertEqual(PENDING, self.only_change(revert_run)['state'])
         self.assertEqual(healed, self.all_spec_texts())
 
@@ -253,7 +232,7 @@ class InjectedCrashTest(test_audit.AuditTestCase):
 
 # The command as a real process, from this interpreter (same venv).
 NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import heal; sys.exit(heal.main())']
+             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 
 class KillTest(test_audit.AuditTestCase):

@@ -98,3 +98,44 @@ class SystemMetadataTest(fixtures.DeploymentTestCase):
                 cell_queries._aggregated_system_metadata, conn, self.uuids)
             self.assertEqual(expected, cell_queries.get_system_metadata(
                 conn, self.uuids))
+
+    def test_failed_aggregate_is_not_tried_again(self):
+        """Once the aggregate failed on an engine, later batches read rows.
+
+        A separate engine (as each run and cell has) asks the server
+        again.
+        """
+        mysql = self.backend_class is fixtures.BACKENDS[1][1]['backend_class']
+        url = self.cell1.engine.url.render_as_string(hide_password=False)
+        engine = sa.create_engine(url)
+        self.addCleanup(engine.dispose)
+        statements = []
+        sa.event.listen(engine, 'before_cursor_execute',
+                        lambda conn, cursor, statement, *args:
+                        statements.append(statement))
+        if not mysql:
+            with engine.begin() as conn:
+                conn.execute(tables.instance_system_metadata.insert().values(
+                    instance_uuid=self.uuids[2], key='image_blob',
+                    value=b'\xff\x00', deleted=0, created_at=dep.LONG_AGO))
+        expected = self.rows()
+        aggregate = 'json_group_array' if not mysql else 'json_arrayagg'
+        with engine.connect() as conn:
+            if mysql:
+                conn.exec_driver_sql('SET SESSION group_concat_max_len = 64')
+            for _ in range(3):
+                self.assertEqual(expected, cell_queries.get_system_metadata(
+                    conn, self.uuids))
+        probes = [s for s in statements if aggregate in s.lower()]
+        self.assertEqual(1, len(probes), statements)
+
+        other = sa.create_engine(url)
+        self.addCleanup(other.dispose)
+        statements.clear()
+        sa.event.listen(other, 'before_cursor_execute',
+                        lambda conn, cursor, statement, *args:
+                        statements.append(statement))
+        with other.connect() as conn:
+            cell_queries.get_system_metadata(conn, self.uuids)
+        self.assertEqual(
+            1, len([s for s in statements if aggregate in s.lower()]))

@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from testtools import content
 
 from healreq.db import tables
-from healreq.heal import checks
+from healreq.heal import decisions
 from healreq.heal import findings
 from healreq.objects import primitive
 from healreq.objects import request_spec
@@ -349,8 +349,8 @@ class RobustnessRunTest(fixtures.DeploymentTestCase):
         expected = {}
         for name, (uuid, text) in healthy.items():
             record = corpus.build_record(corpus.SPEC, text, uuid=uuid)
-            evaluation = checks.evaluate(record, corpus.CELL, corpus.NOW,
-                                         corpus.SETTINGS, profile)
+            evaluation = decisions.evaluate(record, corpus.CELL, corpus.NOW,
+                                            corpus.SETTINGS, profile)
             self.assertEqual(Status.DRIFTED, evaluation.finding.status,
                              '%s: %s' % (name, evaluation.finding.detail))
             expected[uuid] = evaluation.new_spec

@@ -19,7 +19,7 @@ import os
 import fixtures
 import testtools
 
-from healreq.cmd import heal
+from healreq.cmd import main
 
 INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
 CELL = '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c'
@@ -75,7 +75,7 @@ class CliTestCase(testtools.TestCase):
                 '--config-dir', self.config_dir] + list(args)
         with fixtures.MonkeyPatch('sys.stdout', stdout), \
                 fixtures.MonkeyPatch('sys.stderr', stderr):
-            code = heal.main(argv)
+            code = main.main(argv)
         return _Result(code, stdout.getvalue(), stderr.getvalue())
 
     def assertInvalidInput(self, result, *fragments):

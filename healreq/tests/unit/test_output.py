@@ -12,6 +12,8 @@
 
 """The text and JSON reports."""
 
+import contextlib
+import io
 import json
 
 import testtools
@@ -22,6 +24,15 @@ from healreq.heal import findings
 
 Status = findings.Status
 ExitCode = common.ExitCode
+
+
+def printed(report, code, **kwargs):
+    """What the commands print for ``report``: stdout of print_report."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        output.print_report(report, code, **kwargs)
+    return out.getvalue()
+
 
 CELL1 = '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c'
 CELL2 = 'c2a9e3f1-6b7d-4c8e-9f0a-1b2c3d4e5f60'
@@ -81,8 +92,8 @@ class RenderJsonTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.report = _report()
-        self.text = output.render_json(self.report,
-                                       ExitCode.NEEDS_ATTENTION)
+        self.text = printed(self.report, ExitCode.NEEDS_ATTENTION,
+                            json_format=True)
         self.document = json.loads(self.text)
 
     def test_one_document(self):
@@ -156,8 +167,9 @@ class RenderJsonTest(testtools.TestCase):
                 self.assertIn(key, cell)
 
     def test_empty_report(self):
-        document = json.loads(output.render_json(
-            findings.RunReport(dry_run=False), ExitCode.NOTHING_TO_HEAL))
+        document = json.loads(printed(
+            findings.RunReport(dry_run=False), ExitCode.NOTHING_TO_HEAL,
+            json_format=True))
         self.assertEqual([], document['results'])
         self.assertEqual(4, document['exit_code'])
         self.assertEqual(0, document['summary']['instances_checked'])
@@ -167,7 +179,7 @@ class RenderTextTest(testtools.TestCase):
 
     def _lines(self, report=None, code=ExitCode.NEEDS_ATTENTION, **kwargs):
         report = report or _report()
-        return output.render_text(report, code, **kwargs).splitlines()
+        return printed(report, code, **kwargs).splitlines()
 
     def _lines_about(self, uuid, lines):
         return [line for line in lines if uuid in line]

@@ -18,7 +18,7 @@ documents of each kind healreq reads: ``request_specs.spec``,
 ``instance_extra.pci_requests`` and the ``image_*`` system metadata; at
 least 1,000 per kind. Each mutated document, in the record of an otherwise
 consistent instance, goes through what the engine does with a record
-(parse the spec, learn its object versions, ``checks.evaluate`` with every
+(parse the spec, learn its object versions, ``decisions.evaluate`` with every
 field checked), and through the public parsers. Asserted:
 
 * no exception escapes the evaluation (a call running past DEADLINE or
@@ -53,7 +53,7 @@ import traceback
 import testtools
 from testtools import content
 
-from healreq.heal import checks
+from healreq.heal import decisions
 from healreq.heal import findings
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
@@ -82,7 +82,7 @@ INSTANCE_UUID = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
 CELL = {'id': 1, 'uuid': '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c',
         'name': 'cell1'}
 NOW = datetime.datetime(2024, 6, 1, 12, 0, 0)
-SETTINGS = checks.Settings(skip_updated_within=0)
+SETTINGS = decisions.Settings(skip_updated_within=0)
 PORT_REQUEST_ID = '5d8a6a4e-8c1b-4f0e-9a2d-3b7c6e5f4a10'
 PORT_ID = 'c0a3e0d4-6b2f-4c1a-9e8d-7f6b5a4c3d21'
 
@@ -176,7 +176,7 @@ def _record(texts, sysmeta_rows, spec=None, flavor=None, numa_topology=None,
              'numa_topology': pick(numa_topology, NUMA),
              'pci_requests': pick(pci_requests, PCI)}
     rows = sysmeta_rows if system_metadata is None else system_metadata
-    return checks.InstanceRecord(
+    return decisions.InstanceRecord(
         instance=instance,
         mapping={'instance_uuid': uuid, 'cell_id': CELL['id'],
                  'queued_for_delete': False},
@@ -222,7 +222,7 @@ def base():
     }
     record = _record(texts, system_metadata_rows(sysmeta))
     for _attempt in range(4):
-        evaluation = checks.evaluate(record, CELL, NOW, SETTINGS)
+        evaluation = decisions.evaluate(record, CELL, NOW, SETTINGS)
         if evaluation.finding.status is Status.CONSISTENT:
             break
         if evaluation.finding.status is not Status.DRIFTED:
@@ -972,7 +972,7 @@ def _location(exc):
     """The innermost healreq (non-test) frame, and the entry into healreq.
 
     E.g. ``healreq/objects/pci.py:89 (_alias_key) via
-    healreq/heal/checks.py:118 (evaluate)``.
+    healreq/heal/decisions.py:118 (evaluate)``.
     """
     frames = traceback.extract_tb(exc.__traceback__)
     product = [f for f in frames if 'healreq' + os.sep in f.filename
@@ -1101,10 +1101,10 @@ def engine_steps(record):
     """
     profile = versions.VersionProfile()
     profile.observe(_base_spec_document())
-    spec = checks.parse_spec(record)
+    spec = decisions.parse_spec(record)
     if spec is not None:
         profile.observe(spec.document)
-    return checks.evaluate(record, CELL, NOW, SETTINGS, profile)
+    return decisions.evaluate(record, CELL, NOW, SETTINGS, profile)
 
 
 def evaluate_document(document, uuid=INSTANCE_UUID):
@@ -1306,13 +1306,13 @@ def _counts_detail(test, categories):
 class GeneratorTest(testtools.TestCase):
 
     def test_base_instance_is_consistent(self):
-        evaluation = checks.evaluate(build_record(), CELL, NOW, SETTINGS)
+        evaluation = decisions.evaluate(build_record(), CELL, NOW, SETTINGS)
         self.assertEqual(Status.CONSISTENT, evaluation.finding.status,
                          evaluation.finding.detail)
         # The NUMA category's spec lacks the topology, so that the
         # instance's own topology is read.
-        evaluation = checks.evaluate(build_record(NUMA, base().texts[NUMA]),
-                                     CELL, NOW, SETTINGS)
+        evaluation = decisions.evaluate(
+            build_record(NUMA, base().texts[NUMA]), CELL, NOW, SETTINGS)
         self.assertEqual(['numa_topology'], evaluation.finding.drift)
 
     def test_deterministic(self):
@@ -1346,7 +1346,7 @@ class GeneratorTest(testtools.TestCase):
 
 
 class EvaluateTest(testtools.TestCase):
-    """checks.evaluate on each document: an error, or a sound acceptance."""
+    """decisions.evaluate on each document: an error, or a sound acceptance."""
 
     def check(self, category):
         _counts_detail(self, [category])

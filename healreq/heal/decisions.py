@@ -21,7 +21,7 @@ import dataclasses
 import datetime
 
 from healreq.db import tables
-from healreq.heal import fields
+from healreq.heal import field_checks
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import Status
@@ -63,7 +63,7 @@ class InstanceRecord:
 class Settings:
     skip_updated_within: int = 0
     force: bool = False
-    checked_fields: tuple = fields.FIELD_NAMES
+    checked_fields: tuple = field_checks.FIELD_NAMES
 
 
 @dataclasses.dataclass
@@ -72,8 +72,8 @@ class Evaluation:
     new_spec: str = None
 
 
-class _Stop(Exception):
-    """Ends an evaluation early with a finding."""
+class _Decided(Exception):
+    """Raised to end an evaluation early: the finding is decided."""
 
     def __init__(self, status, reason, detail):
         super().__init__(detail)
@@ -119,17 +119,17 @@ def evaluate(record, cell, now, settings, profile=None):
         _note_leftovers(current, record, finding)
         spec = _parse_spec(record)
         inputs = _inputs(record, current, settings)
-        changes, replacements, version = fields.compare(
+        changes, replacements, version = field_checks.compare(
             settings.checked_fields, spec, inputs,
             profile or versions.VersionProfile())
-    except fields.DerivationError as exc:
+    except field_checks.DerivationError as exc:
         finding.status, finding.reason, finding.detail = (
             Status.ERROR, exc.reason, exc.detail)
         return Evaluation(finding)
-    except _Stop as stop:
-        finding.status = stop.status
-        finding.reason = stop.reason
-        finding.detail = stop.detail
+    except _Decided as decided:
+        finding.status = decided.status
+        finding.reason = decided.reason
+        finding.detail = decided.detail
         return Evaluation(finding)
     if not changes:
         return Evaluation(finding)
@@ -146,15 +146,15 @@ def _inputs(record, current, settings):
     system_metadata = system_metadata_values(record.system_metadata)
     instance = record.instance
     checked = set(settings.checked_fields)
-    if checked & fields.NEEDS_SYSTEM_METADATA:
+    if checked & field_checks.NEEDS_SYSTEM_METADATA:
         base = system_metadata.get('image_base_image_ref')
         if base and instance['image_ref'] and base != instance['image_ref']:
-            raise _Stop(Status.ERROR, 'instance-image-inconsistent',
-                        'instances.image_ref %s but system metadata '
-                        'describes image %s (a failed rebuild?)'
-                        % (instance['image_ref'], base))
+            raise _Decided(Status.ERROR, 'instance-image-inconsistent',
+                           'instances.image_ref %s but system metadata '
+                           'describes image %s (a failed rebuild?)'
+                           % (instance['image_ref'], base))
     roots = [b for b in record.block_devices if b['boot_index'] == 0]
-    return fields.Inputs(
+    return field_checks.Inputs(
         instance=instance, flavors=current,
         system_metadata=system_metadata,
         root_bdm=roots[0] if roots else None,
@@ -225,13 +225,13 @@ def _check_skips(record, cell, now, settings, finding):
     mapping = record.mapping
     if not record.instance['deleted'] and not record.instance['hidden']:
         if mapping is None:
-            raise _Stop(Status.ERROR, 'instance-not-mapped',
-                        'no instance_mappings row; see nova-manage cell_v2 '
-                        'verify_instance')
+            raise _Decided(Status.ERROR, 'instance-not-mapped',
+                           'no instance_mappings row; see nova-manage cell_v2 '
+                           'verify_instance')
         if mapping['cell_id'] != cell['id']:
-            raise _Stop(Status.ERROR, 'instance-mapped-elsewhere',
-                        'the instance mapping points to cell id %s'
-                        % mapping['cell_id'])
+            raise _Decided(Status.ERROR, 'instance-mapped-elsewhere',
+                           'the instance mapping points to cell id %s'
+                           % mapping['cell_id'])
     skip = skip_reason(record, cell, now, settings)
     if skip is None:
         return
@@ -240,27 +240,28 @@ def _check_skips(record, cell, now, settings, finding):
         finding.notes.append(Note('forced', 'ignored %s: %s'
                                   % (code, detail)))
         return
-    raise _Stop(Status.SKIPPED, code, detail)
+    raise _Decided(Status.SKIPPED, code, detail)
 
 
 def _current_flavor(record):
     """Return the instance's embedded flavors, cross-checked."""
     extras = record.extras
     if not extras:
-        raise _Stop(Status.ERROR, 'instance-extra-missing',
-                    'no live instance_extra row')
+        raise _Decided(Status.ERROR, 'instance-extra-missing',
+                       'no live instance_extra row')
     if len(extras) > 1:
-        raise _Stop(Status.ERROR, 'instance-extra-duplicate',
-                    '%d live instance_extra rows (ids %s)' % (
-                        len(extras), ', '.join(str(e['id']) for e in extras)))
+        raise _Decided(Status.ERROR, 'instance-extra-duplicate',
+                       '%d live instance_extra rows (ids %s)' % (
+                           len(extras),
+                           ', '.join(str(e['id']) for e in extras)))
     text = extras[0]['flavor']
     if text is None:
-        raise _Stop(Status.ERROR, 'instance-flavor-missing',
-                    'instance_extra.flavor is NULL')
+        raise _Decided(Status.ERROR, 'instance-flavor-missing',
+                       'instance_extra.flavor is NULL')
     try:
-        flavors = fields.instance_flavors(text)
+        flavors = field_checks.instance_flavors(text)
     except primitive.PrimitiveError as exc:
-        raise _Stop(Status.ERROR, 'instance-flavor-unparsable', str(exc))
+        raise _Decided(Status.ERROR, 'instance-flavor-unparsable', str(exc))
     current = flavors.key('cur')
     instance = record.instance
     mismatched = []
@@ -273,10 +274,10 @@ def _current_flavor(record):
             mismatched.append('%s=%s vs %s' % (size, instance[size],
                                                current[size]))
     if mismatched:
-        raise _Stop(Status.ERROR, 'instance-flavor-inconsistent',
-                    'instances row disagrees with instance_extra.flavor'
-                    "['cur'] %s: %s" % (flavor_obj.label(current),
-                                        '; '.join(mismatched)))
+        raise _Decided(Status.ERROR, 'instance-flavor-inconsistent',
+                       'instances row disagrees with instance_extra.flavor'
+                       "['cur'] %s: %s" % (flavor_obj.label(current),
+                                           '; '.join(mismatched)))
     return flavors
 
 
@@ -294,13 +295,13 @@ def _note_leftovers(current, record, finding):
 
 def _parse_spec(record):
     if record.spec_row is None:
-        raise _Stop(Status.ERROR, 'spec-missing',
-                    'no request_specs row for this instance')
+        raise _Decided(Status.ERROR, 'spec-missing',
+                       'no request_specs row for this instance')
     spec, error = record.spec, record.spec_error
     if spec is None and error is None:
         spec, error = _parsed(record.spec_row)
     if spec is None:
-        raise _Stop(Status.ERROR, 'spec-unparsable', error)
+        raise _Decided(Status.ERROR, 'spec-unparsable', error)
     return spec
 
 

@@ -18,7 +18,7 @@ import json
 
 import testtools
 
-from healreq.heal import checks
+from healreq.heal import decisions
 from healreq.heal import findings
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import primitive
@@ -58,7 +58,7 @@ def _settings(**kwargs):
     values = dict(skip_updated_within=60, force=False,
                   checked_fields=('flavor',))
     values.update(kwargs)
-    return checks.Settings(**values)
+    return decisions.Settings(**values)
 
 
 def _record(cur=A2_MEDIUM, spec_flavor=None, old=None, new=None,
@@ -88,7 +88,7 @@ def _record(cur=A2_MEDIUM, spec_flavor=None, old=None, new=None,
     spec_row = None
     if spec is not None:
         spec_row = {'id': 7, 'instance_uuid': INSTANCE_UUID, 'spec': spec}
-    return checks.InstanceRecord(
+    return decisions.InstanceRecord(
         instance=instance, mapping=mapping, extras=extras,
         migrations=list(migrations), spec_row=spec_row,
         failed_resize_flavor_ids=frozenset(failed_resize_flavor_ids))
@@ -101,7 +101,7 @@ def _migration(status='running', migration_type='resize',
 
 
 def _evaluate(record, cell=CELL, now=NOW, **settings):
-    return checks.evaluate(record, cell, now, _settings(**settings))
+    return decisions.evaluate(record, cell, now, _settings(**settings))
 
 
 class ConsistentTest(testtools.TestCase):
@@ -316,9 +316,9 @@ class SkipTest(testtools.TestCase):
     def test_skip_reason_matches_evaluate(self):
         record = _record(task_state='rebooting')
         self.assertEqual(('task-in-progress', 'task_state is rebooting'),
-                         checks.skip_reason(record, CELL, NOW, _settings()))
-        self.assertIsNone(checks.skip_reason(_record(), CELL, NOW,
-                                             _settings()))
+                         decisions.skip_reason(record, CELL, NOW, _settings()))
+        self.assertIsNone(decisions.skip_reason(_record(), CELL, NOW,
+                                                _settings()))
 
 
 class ForceTest(testtools.TestCase):
@@ -330,7 +330,7 @@ class ForceTest(testtools.TestCase):
     }
 
     def test_forceable_set(self):
-        self.assertEqual(frozenset(self.FORCEABLE), checks.FORCEABLE_SKIPS)
+        self.assertEqual(frozenset(self.FORCEABLE), decisions.FORCEABLE_SKIPS)
 
     def test_force_overrides_forceable_skips(self):
         for code, values in self.FORCEABLE.items():
@@ -635,12 +635,13 @@ class SystemMetadataValuesTest(testtools.TestCase):
     def test_every_key_whatever_its_prefix(self):
         self.assertEqual(
             {'image_hw_disk_bus': 'scsi', 'boot_roles': 'member'},
-            checks.system_metadata_values([('image_hw_disk_bus', 'scsi', 0),
-                                           ('boot_roles', 'member', 0)]))
+            decisions.system_metadata_values(
+                [('image_hw_disk_bus', 'scsi', 0),
+                 ('boot_roles', 'member', 0)]))
 
     def test_soft_deleted_rows_are_read(self):
         self.assertEqual({'image_min_ram': '512'},
-                         checks.system_metadata_values(
+                         decisions.system_metadata_values(
                              [('image_min_ram', '512', 3)]))
 
     def test_live_row_wins_whatever_the_order(self):
@@ -649,8 +650,9 @@ class SystemMetadataValuesTest(testtools.TestCase):
                      [('image_os_type', 'windows', 1),
                       ('image_os_type', 'linux', 0)]):
             self.assertEqual({'image_os_type': 'linux'},
-                             checks.system_metadata_values(rows))
+                             decisions.system_metadata_values(rows))
 
     def test_newest_row_wins_among_equals(self):
-        self.assertEqual({'a': '2', 'b': '4'}, checks.system_metadata_values(
-            [('a', '1', 0), ('b', '3', 5), ('a', '2', 0), ('b', '4', 6)]))
+        self.assertEqual(
+            {'a': '2', 'b': '4'}, decisions.system_metadata_values(
+                [('a', '1', 0), ('b', '3', 5), ('a', '2', 0), ('b', '4', 6)]))

@@ -14,8 +14,9 @@
 """``nova-heal``: the command line.
 
 Parses options the way nova-manage does (global oslo options before the
-command) and dispatches to a command module; maps errors to exit codes.
-Only the ``cmd`` package prints or exits.
+command) and dispatches to a command module. This is the one place where
+an error becomes an exit code and a line on stderr. Only the ``cmd``
+package prints or exits.
 """
 
 import contextlib
@@ -34,10 +35,11 @@ from healreq.cmd import logs
 from healreq.cmd import request_specs
 from healreq import conf as healreq_conf
 from healreq.db import urls
+from healreq import exception
 from healreq import version
 
 LOG = logging.getLogger(__name__)
-ExitCode = common.ExitCode
+ExitCode = exception.ExitCode
 
 # Collect reference cycles after this many new container objects instead
 # of Python's default 700: a run allocates millions of short-lived rows and
@@ -70,13 +72,12 @@ def _demo(conf, argv):
     from healreq.testing import demo
     workdir = conf.command.workdir
     if workdir is not None:
-        if not workdir.strip():
-            raise common.invalid('--workdir was given an empty value')
+        common.non_empty(workdir, '--workdir', 'a directory')
         if os.path.exists(workdir) and (not os.path.isdir(workdir)
                                         or os.listdir(workdir)):
-            raise common.invalid('--workdir %s is not an empty directory; '
-                                 'the demo builds its deployment from '
-                                 'scratch' % workdir)
+            raise exception.InvalidInput(
+                '--workdir %s is not an empty directory; the demo builds '
+                'its deployment from scratch' % workdir)
     return demo.run(workdir, main)
 
 
@@ -100,7 +101,10 @@ def _build_conf():
 
 
 def _parse(conf, argv):
-    """Parse ``argv``; argparse errors become one line and exit 127."""
+    """Parse ``argv``; False if that was all (--help, --version).
+
+    Argument errors raise ArgumentError (argparse's own line, exit 127).
+    """
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
@@ -110,17 +114,17 @@ def _parse(conf, argv):
                              'drift.')
     except SystemExit as exc:
         if exc.code in (0, None):
-            raise common.Stop(0)  # --help or --version
+            return False
         lines = [line for line in captured.getvalue().splitlines() if line]
-        raise common.Stop(ExitCode.INVALID_INPUT,
-                          lines[-1] if lines else 'nova-heal: invalid '
-                                                  'arguments')
+        raise exception.ArgumentError(lines[-1] if lines else
+                                      'nova-heal: invalid arguments')
     except cfg.Error as exc:
-        raise common.invalid(common.first_line(exc))
+        raise exception.InvalidInput(exception.first_line(exc))
     sys.stderr.write(captured.getvalue())
+    return True
 
 
-def _tune_garbage_collector():
+def tune_garbage_collector():
     """Let the cycle collector run less often (see _GC_THRESHOLDS)."""
     if gc.get_threshold()[0] < _GC_THRESHOLDS[0]:
         gc.set_threshold(*_GC_THRESHOLDS)
@@ -129,28 +133,28 @@ def _tune_garbage_collector():
 def main(argv=None):
     """Run ``nova-heal``; return the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    _tune_garbage_collector()
+    tune_garbage_collector()
     conf = _build_conf()
     try:
-        _parse(conf, argv)
+        if not _parse(conf, argv):
+            return 0
         logs.setup(conf)
         if getattr(conf.command, 'verbose', False):
             logging.getLogger('healreq').logger.setLevel(logging.INFO)
         return int(conf.command.handler(conf, argv))
     except cfg.Error as exc:
         # Invalid values in configuration files surface when read.
-        print(urls.mask_password('nova-heal: error: %s'
-                                 % common.first_line(exc)), file=sys.stderr)
-        return int(ExitCode.INVALID_INPUT)
-    except common.Stop as stop:
-        if stop.message:
-            print(urls.mask_password(stop.message), file=sys.stderr)
-        return int(stop.code)
+        error = exception.InvalidInput(exception.first_line(exc))
+        print(error.line(), file=sys.stderr)
+        return int(error.exit_code)
+    except exception.HealreqError as error:
+        print(error.line(), file=sys.stderr)
+        return int(error.exit_code)
     except Exception as exc:
         # Tracebacks may quote connection URLs: log them masked.
         LOG.error(urls.mask_password(traceback.format_exc()))
         print(urls.mask_password('nova-heal: unexpected error: %s: %s' % (
-            type(exc).__name__, common.first_line(exc))), file=sys.stderr)
+            type(exc).__name__, exception.first_line(exc))), file=sys.stderr)
         return int(ExitCode.UNEXPECTED_ERROR)
     finally:
         conf.reset()

@@ -1,0 +1,310 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""The library API: one call per command that writes request specs.
+
+Each call is a whole audited run: settle what crashed runs left pending,
+record the start of the run, do the work, record its end and exit code.
+The command line, the tests and the benchmark all go through here::
+
+    from healreq import api
+    from healreq.heal import engine
+
+    conf = api.load_config(['/etc/nova/nova.conf'])
+    result = api.run_request_specs(conf, engine.Options(dry_run=True))
+    print(result.exit_code, result.report.summary(), result.run_id)
+
+Errors that end a run are raised as ``healreq.exception.HealreqError``
+subclasses, each with its exit code and the component that failed.
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+
+from oslo_config import cfg
+import sqlalchemy.exc
+
+from healreq.audit import plan
+from healreq.audit import schema as audit_schema
+from healreq.audit import store as audit_store
+from healreq import clock as clock_module
+from healreq import conf as healreq_conf
+from healreq.db import engines
+from healreq.db import urls
+from healreq import exception
+from healreq.exception import ExitCode
+from healreq.heal import decisions
+from healreq.heal import engine as heal_engine
+from healreq.heal.findings import RunReport
+from healreq.heal.findings import Status
+from healreq.heal import replay
+from healreq.heal import writer
+from healreq import metrics
+
+
+@dataclasses.dataclass
+class RunResult:
+    """The outcome of one run.
+
+    ``problems`` are one-line messages about files the run could not
+    write (plan, metrics); they are already counted in ``exit_code``.
+    """
+    run_id: str
+    report: RunReport
+    exit_code: ExitCode
+    problems: list = dataclasses.field(default_factory=list)
+
+
+def load_config(config_files=()):
+    """A ConfigOpts holding healreq's options, read from ``config_files``.
+
+    nova.conf files work as they are.
+    """
+    conf = cfg.ConfigOpts()
+    healreq_conf.register_opts(conf)
+    conf(args=[], default_config_files=list(config_files))
+    return conf
+
+
+def exit_code_for(report):
+    """Map a RunReport to the exit code of the most severe outcome."""
+    statuses = {finding.status for finding in report.findings}
+    if Status.ERROR in statuses or any(c.error for c in report.cells):
+        return ExitCode.NEEDS_ATTENTION
+    if Status.CONFLICT in statuses:
+        return ExitCode.CONFLICT
+    if report.more_remain:
+        return ExitCode.MAX_COUNT_REACHED
+    if statuses & {Status.HEALED, Status.DRIFTED}:
+        return ExitCode.HEALED
+    return ExitCode.NOTHING_TO_HEAL
+
+
+def settings(conf, force=False, checked_fields=None):
+    """The per-instance decision settings from configuration."""
+    values = dict(skip_updated_within=conf.healreq.skip_updated_within,
+                  force=force)
+    if checked_fields is not None:
+        values['checked_fields'] = checked_fields
+    return decisions.Settings(**values)
+
+
+def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
+                      command='nova-heal request-specs', progress=None,
+                      audit=None, clock=clock_module.utcnow):
+    """Run request-specs with ``options`` (heal.engine.Options).
+
+    ``plan_file`` (with ``options.dry_run``) receives every change the
+    run would make; ``metrics_file`` the run's Prometheus metrics.
+    ``command`` is recorded in the audit; ``progress(cell, cell_report,
+    total)`` is called after each batch. ``audit`` is an open AuditStore
+    to use instead of the configured one; ``clock`` returns naive UTC
+    now. Returns a RunResult.
+    """
+    if plan_file:
+        options = dataclasses.replace(options, collect_plan=True)
+
+    def work(api_engine, store, run_id):
+        engine = heal_engine.Engine(api_engine, conf.database.connection,
+                                    options, clock=clock, audit=store,
+                                    run_id=run_id)
+        engine.progress = progress
+        return engine.run()
+
+    def outputs(report, code, run_id, duration):
+        return _write_outputs(report, code, run_id, duration,
+                              options.dry_run, plan_file, metrics_file)
+
+    mode = 'dry-run' if options.dry_run else 'heal'
+    # Each cell worker reads and writes the API database.
+    with _api_engine(conf, engines.POOL_SIZE * options.workers) as (
+            api_engine), _audit_store(conf, audit) as store:
+        return _recorded_run(api_engine, store, mode, command,
+                             _filters(options), work, outputs)
+
+
+def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
+           command='nova-heal revert', audit=None, clock=clock_module.utcnow):
+    """Put back the values run ``run_id`` replaced, newest first.
+
+    Only the changes of ``instance_uuid`` if given. Raises InvalidInput
+    for an unknown run. Returns a RunResult.
+    """
+    def changes_to_revert(store):
+        if store.get_run(run_id) is None:
+            raise exception.InvalidInput('no run %s in the audit store'
+                                         % run_id)
+        # Newest first: if a run touched a row twice, undo in reverse.
+        return [writer.Change(
+            instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
+            fields=json.loads(c['fields']), before=c['after_text'],
+            after=c['before_text'], before_digest=c['after_digest'])
+            for c in reversed(store.changes(run_id, instance_uuid,
+                                            audit_store.APPLIED))]
+
+    return _replay_run(conf, 'revert', command,
+                       {'revert_of': run_id, 'instance': instance_uuid},
+                       changes_to_revert, dry_run, audit, clock,
+                       rederive=False)
+
+
+def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
+               audit=None, clock=clock_module.utcnow):
+    """Apply the changes of a plan file written by a dry run.
+
+    A change is written only where the row still holds the plan's before
+    value and a heal would write exactly the plan's after value now;
+    other changes are refused (conflict, or error ``change-not-derived``
+    / ``plan-spec-id-mismatch``). Raises PlanError (exit 127) before
+    anything is recorded if the file is not a usable plan. Returns a
+    RunResult.
+    """
+    planned_by, planned = plan.read_plan(plan_file)
+    changes = [writer.Change(
+        instance_uuid=p.instance_uuid, spec_id=p.spec_id, fields=p.fields,
+        before=p.before, after=p.after, before_digest=p.before_digest)
+        for p in planned]
+    return _replay_run(conf, 'apply', command,
+                       {'plan': plan_file, 'plan_run': planned_by},
+                       lambda store: changes, dry_run, audit, clock,
+                       rederive=True)
+
+
+def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
+                clock, rederive):
+    def work(api_engine, store, run_id, changes):
+        return replay.Replayer(
+            api_engine, conf.database.connection, settings(conf), store,
+            run_id, dry_run=dry_run, clock=clock,
+            rederive=rederive).run(changes)
+
+    with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
+            store):
+        return _recorded_run(api_engine, store, mode, command, filters,
+                             work, prepare=prepare)
+
+
+def _recorded_run(api_engine, store, mode, command, filters, work,
+                  outputs=None, prepare=None):
+    """Recover, start a run record, do ``work``, finish the record.
+
+    ``prepare(store)``, if given, runs before the run is recorded and
+    may refuse the run; its result is passed on to ``work``.
+    """
+    store.recover(api_engine)
+    arguments = () if prepare is None else (prepare(store),)
+    run_id = store.start_run(mode, urls.mask_password(command), filters)
+    started = time.monotonic()
+    try:
+        report = work(api_engine, store, run_id, *arguments)
+    except exception.HealreqError as exc:
+        store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
+        raise
+    code = exit_code_for(report)
+    problems = []
+    if outputs is not None:
+        problems = outputs(report, code, run_id, time.monotonic() - started)
+    if problems:
+        code = ExitCode.NEEDS_ATTENTION
+    store.finish_run(run_id, report.summary(), code)
+    return RunResult(run_id, report, code, problems)
+
+
+def _filters(options):
+    return {'instance': options.instance_uuid, 'cell': options.cell_uuid,
+            'max_count': options.max_count, 'force': options.settings.force,
+            'workers': options.workers, 'sleep': options.sleep,
+            'max_rate': options.max_rate,
+            'fields': list(options.settings.checked_fields)}
+
+
+@contextlib.contextmanager
+def _api_engine(conf, pool_size=engines.POOL_SIZE):
+    """The API database engine of ``[api_database]/connection``."""
+    if not conf.api_database.connection:
+        raise exception.InvalidInput('[api_database]/connection is not set; '
+                                     'pass --config-file /etc/nova/nova.conf')
+    try:
+        engine = engines.create_engine(conf.api_database.connection,
+                                       pool_size=pool_size)
+    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+        raise exception.InvalidInput('invalid [api_database]/connection: '
+                                     '%s' % exc)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def audit_url(conf):
+    """The audit store's URL: ``audit_connection`` or under state_path."""
+    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
+        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
+
+
+_AUDIT_OPEN_ERRORS = (OSError, ValueError,
+                      audit_schema.SchemaTooNew) + exception.DB_ERRORS
+
+
+def open_audit(conf):
+    """Open (creating or upgrading) the audit store; the caller disposes.
+
+    Raises AuditStoreError (exit 127) if it cannot be opened.
+    """
+    url = audit_url(conf)
+    try:
+        return audit_store.AuditStore(url)
+    except _AUDIT_OPEN_ERRORS as exc:
+        raise exception.AuditStoreError(
+            urls.mask_password('cannot open %s: %s'
+                               % (url, exception.first_line(exc))),
+            exit_code=ExitCode.INVALID_INPUT)
+
+
+@contextlib.contextmanager
+def _audit_store(conf, store=None):
+    """``store`` if given, else the configured store, disposed after."""
+    if store is not None:
+        yield store
+        return
+    store = open_audit(conf)
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+def _write_outputs(report, code, run_id, duration, dry_run, plan_file,
+                   metrics_file):
+    """Write the plan and metrics files; return one-line problems."""
+    problems = []
+    if plan_file:
+        try:
+            plan.write_plan(plan_file, run_id, report.planned)
+        except OSError as exc:
+            problems.append('nova-heal: error: cannot write plan file %s: %s'
+                            % (plan_file, exc))
+    if metrics_file:
+        now = time.time()
+        text = metrics.render(report, code, duration, now, dry_run)
+        success = now if code in (ExitCode.HEALED,
+                                  ExitCode.NOTHING_TO_HEAL) else None
+        try:
+            metrics.write(metrics_file, text, success)
+        except OSError as exc:
+            problems.append('nova-heal: error: cannot write metrics file '
+                            '%s: %s' % (metrics_file, exc))
+    return problems

@@ -1,0 +1,168 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Reading what a decision needs: instance records and object versions.
+
+Cell rows come one query per table for a whole batch; the API rows of the
+batch (mappings, specs) likewise. Errors of the API database are raised as
+ApiDatabaseError, so that no caller mistakes them for a cell's.
+"""
+
+import dataclasses
+
+from oslo_db import exception as db_exc
+
+from healreq.db import api_queries
+from healreq.db import cell_queries
+from healreq.db import engines
+from healreq.db import urls
+from healreq import exception
+from healreq.heal import decisions
+from healreq.heal import field_checks
+from healreq.objects import primitive
+from healreq.objects import versions
+
+# How many of the newest specs tell which object versions to write.
+VERSION_SAMPLE = 100
+
+
+def learn_versions(api_engine):
+    """The object versions the deployment's Nova writes now.
+
+    The newest spec rows were written by the running Nova; a fixed
+    sample, read once, keeps every decision of a run independent of the
+    order in which instances are visited.
+    """
+    profile = versions.VersionProfile()
+    with exception.reraised_as(exception.ApiDatabaseError):
+        with api_engine.connect() as conn:
+            texts = api_queries.get_newest_specs(conn, VERSION_SAMPLE)
+    for text in texts:
+        try:
+            profile.observe(primitive.load_json(text, 'spec'))
+        except primitive.PrimitiveError:
+            continue
+    return profile
+
+
+def connect_cell(cell, reference_url, connect=engines.create_engine):
+    """An engine on ``cell``'s database; CellDatabaseError if unusable.
+
+    A cell URL may fail to parse (ValueError, e.g. a non-numeric port) or
+    to format (urls.TemplateError, a ValueError): both concern the cell.
+    """
+    try:
+        return connect(urls.format_cell_url(
+            cell['database_connection'] or '', reference_url))
+    except (ValueError,) + exception.DB_ERRORS as exc:
+        raise cell_error(cell, exc) from exc
+
+
+def cell_error(cell, exc):
+    """The CellDatabaseError describing ``exc`` raised by ``cell``."""
+    if isinstance(exc, ValueError):
+        message = 'invalid cell database URL: %s' % exc
+    else:
+        if isinstance(exc, db_exc.DBConnectionError):
+            kind = 'cell database unreachable'
+        else:
+            kind = 'cell database error'
+        original = getattr(exc, 'inner_exception', None) or exc
+        text = str(getattr(original, 'orig', None) or original)
+        message = '%s: %s' % (kind, text.splitlines()[0] if text
+                              else type(exc))
+    return exception.CellDatabaseError(urls.mask_password(message),
+                                       cell['uuid'])
+
+
+def read_cell_rows(conn, uuids, checked_fields):
+    """The cell rows the checked fields need, one query per table."""
+    checked = set(checked_fields)
+    rows = {
+        'extras': cell_queries.get_instance_extras(conn, uuids),
+        'migrations': cell_queries.get_migrations_in_progress(conn, uuids),
+        'system_metadata': {},
+        'block_devices': {},
+    }
+    if checked & field_checks.NEEDS_SYSTEM_METADATA:
+        rows['system_metadata'] = cell_queries.get_system_metadata(
+            conn, uuids)
+    if checked & field_checks.NEEDS_BLOCK_DEVICES:
+        rows['block_devices'] = cell_queries.get_root_block_devices(
+            conn, uuids)
+    return rows
+
+
+def cell_fields(rows, uuid):
+    """InstanceRecord fields of ``uuid`` from ``read_cell_rows``' rows."""
+    return {name: found.get(uuid, []) for name, found in rows.items()}
+
+
+def build_records(api_engine, instances, rows, failed_resizes):
+    """InstanceRecords of ``instances``, with their API rows read."""
+    uuids = [i['uuid'] for i in instances]
+    with exception.reraised_as(exception.ApiDatabaseError):
+        with api_engine.connect() as conn:
+            mappings = api_queries.get_instance_mappings(conn, uuids)
+            specs = api_queries.get_request_specs(conn, uuids)
+    records = []
+    for instance in instances:
+        uuid = instance['uuid']
+        record = decisions.InstanceRecord(
+            instance=instance, mapping=mappings.get(uuid),
+            spec_row=specs.get(uuid),
+            failed_resize_flavor_ids=failed_resizes.get(uuid, frozenset()),
+            **cell_fields(rows, uuid))
+        decisions.parse_spec(record)
+        records.append(record)
+    return records
+
+
+def read_batch_rows(conn, uuids, checked_fields):
+    """``read_cell_rows`` and the targets of failed resizes.
+
+    Failed resizes only explain a drift; they are rarely any, but
+    reading them with the batch keeps a query off the evaluating
+    thread, and the re-read before a write can leave them out.
+    """
+    return (read_cell_rows(conn, uuids, checked_fields),
+            cell_queries.get_failed_resize_flavor_ids(conn, uuids))
+
+
+def read_instance(api_engine, cell_engine, instance_uuid, checked_fields):
+    """The records of one instance (live or not), or []."""
+    with cell_engine.connect() as conn:
+        found = cell_queries.get_instances(conn, [instance_uuid])
+        if not found:
+            return []
+        rows, failed = read_batch_rows(conn, [instance_uuid],
+                                       checked_fields)
+    return build_records(api_engine, list(found.values()), rows, failed)
+
+
+def reread(cell_engine, records, checked_fields):
+    """Fresh copies of ``records`` (by uuid) from the cell database."""
+    if not records:
+        return {}
+    uuids = [record.instance['uuid'] for record in records]
+    with cell_engine.connect() as conn:
+        instances = cell_queries.get_instances(conn, uuids)
+        rows = read_cell_rows(conn, uuids, checked_fields)
+    fresh = {}
+    for record in records:
+        uuid = record.instance['uuid']
+        # An instance archived meanwhile reads as deleted.
+        instance = instances.get(uuid) or dict(record.instance, deleted=-1)
+        fresh[uuid] = dataclasses.replace(
+            record, instance=instance, **cell_fields(rows, uuid))
+    return fresh

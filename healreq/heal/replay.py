@@ -1,0 +1,232 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Writing recorded spec values back: ``apply`` of a plan, ``revert``.
+
+Each change goes through the SpecWriter; deciding again means: the
+instance has no operation in flight, and the row still holds exactly the
+text the plan or the audit recorded. A plan is only a proposal: ``apply``
+also derives the spec again from the instance's current records, exactly
+as a heal would, and writes a change only if its new value is that.
+"""
+
+import dataclasses
+import json
+
+from healreq.audit import store as audit_store
+from healreq import clock as clock_module
+from healreq.db import api_queries
+from healreq.db import cell_queries
+from healreq.db import engines
+from healreq import exception
+from healreq.heal import decisions
+from healreq.heal import field_checks
+from healreq.heal.findings import CellReport
+from healreq.heal.findings import Finding
+from healreq.heal.findings import RunReport
+from healreq.heal.findings import Status
+from healreq.heal import records
+from healreq.heal import writer as spec_writer
+
+SPEC_CHANGED_DETAIL = 'the spec changed during the write; left alone'
+
+
+class Replayer(object):
+    """Writes a list of recorded changes; returns a RunReport."""
+
+    def __init__(self, api_engine, reference_url, settings, audit, run_id,
+                 dry_run=False, connect=engines.create_engine,
+                 clock=clock_module.utcnow, rederive=False):
+        """Prepare writing recorded changes.
+
+        With ``rederive`` (apply), a change is written only if a heal
+        would write exactly its new value now.
+        """
+        self.rederive = rederive
+        self.profile = None
+        self.api_engine = api_engine
+        self.reference_url = reference_url
+        self.settings = settings
+        self.audit = audit
+        self.run_id = run_id
+        self._connect = connect
+        self._clock = clock
+        self._engines = {}
+        self._cells = {}
+        self.report = RunReport(dry_run=dry_run)
+        self.writer = spec_writer.SpecWriter(
+            api_engine, clock, audit=audit, run_id=run_id, dry_run=dry_run,
+            spec_changed_detail=SPEC_CHANGED_DETAIL)
+
+    def run(self, changes):
+        """Write ``changes`` (writer.Change), in order."""
+        try:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with self.api_engine.connect() as conn:
+                    cells = {c['id']: c for c in api_queries.get_cells(conn)}
+                    mappings = api_queries.get_instance_mappings(
+                        conn, [c.instance_uuid for c in changes])
+            if self.rederive:
+                self.profile = records.learn_versions(self.api_engine)
+            for change in changes:
+                mapping = mappings.get(change.instance_uuid)
+                cell = cells.get(mapping['cell_id']) if mapping else None
+                finding = self._replay(change, cell)
+                self._cell_report(cell).count(finding)
+                if finding.status is not Status.CONSISTENT:
+                    self.report.findings.append(finding)
+            self.audit.record_findings(self.run_id, self.report.findings)
+        finally:
+            for engine in self._engines.values():
+                engine.dispose()
+        return self.report
+
+    def _cell_report(self, cell):
+        key = cell['uuid'] if cell else None
+        if key not in self._cells:
+            self._cells[key] = CellReport(uuid=key,
+                                          name=cell['name'] if cell else None)
+            self.report.cells.append(self._cells[key])
+        return self._cells[key]
+
+    def _replay(self, change, cell):
+        finding = Finding(change.instance_uuid, cell['uuid'] if cell else None,
+                          Status.DRIFTED, 'recorded-change',
+                          'fields: %s' % ', '.join(change.fields))
+        self.writer.write(change, finding,
+                          lambda: self._decide_again(change, cell))
+        return finding
+
+    def _decide_again(self, change, cell):
+        """None if ``change`` may be written now, else a Refusal."""
+        if cell is None:
+            return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',
+                                       'no instance mapping with a cell')
+        try:
+            busy = self._busy(change, cell)
+        except exception.CellDatabaseError as exc:
+            return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
+                                       str(exc))
+        if busy:
+            return spec_writer.Refusal(Status.CONFLICT, *busy)
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.api_engine.connect() as conn:
+                current = api_queries.get_request_specs(
+                    conn, [change.instance_uuid]).get(change.instance_uuid)
+        if (self.rederive and current is not None
+                and current['id'] != change.spec_id):
+            return spec_writer.Refusal(
+                Status.ERROR, 'plan-spec-id-mismatch',
+                'the plan names request_specs row %s; the instance\'s row '
+                'is %s; left alone' % (change.spec_id, current['id']))
+        if not _holds(current, change):
+            return spec_writer.Refusal(
+                Status.CONFLICT, 'spec-changed',
+                'the spec no longer holds the recorded value; left alone')
+        if self.rederive:
+            return self._derived_again(change, cell)
+        return None
+
+    def _derived_again(self, change, cell):
+        """None if a heal of the instance now writes ``change.after``.
+
+        The decision is the heal's own, on the instance's current records
+        and row, for the fields the change names.
+        """
+        fields = tuple(change.fields)
+        if not fields or not set(fields) <= set(field_checks.FIELD_NAMES):
+            return _not_derived('the plan names fields %s'
+                                % ', '.join(map(str, fields)))
+        try:
+            found = records.read_instance(
+                self.api_engine, self._cell_engine(cell),
+                change.instance_uuid, fields)
+        except exception.DB_ERRORS as exc:
+            return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
+                                       str(records.cell_error(cell, exc)))
+        if not found:
+            return spec_writer.Refusal(Status.CONFLICT, 'instance-deleted',
+                                       'the instance is gone')
+        settings = dataclasses.replace(self.settings, checked_fields=fields)
+        again = decisions.evaluate(found[0], cell, self._clock(), settings,
+                                   self.profile)
+        finding = again.finding
+        if finding.status in (Status.ERROR, Status.SKIPPED):
+            status = (Status.ERROR if finding.status is Status.ERROR
+                      else Status.CONFLICT)
+            return spec_writer.Refusal(status, finding.reason,
+                                       finding.detail)
+        if again.new_spec is None:
+            return _not_derived('the spec is consistent with the instance '
+                                'now')
+        if again.new_spec != change.after:
+            return _not_derived(_mismatch(change.after,
+                                          change.instance_uuid))
+        return None
+
+    def _cell_engine(self, cell):
+        engine = self._engines.get(cell['uuid'])
+        if engine is None:
+            engine = records.connect_cell(cell, self.reference_url,
+                                          self._connect)
+            self._engines[cell['uuid']] = engine
+        return engine
+
+    def _busy(self, change, cell):
+        """The skip rule that forbids writing now, as (code, detail)."""
+        uuid = change.instance_uuid
+        engine = self._cell_engine(cell)
+        try:
+            with engine.connect() as conn:
+                instance = cell_queries.get_instances(conn, [uuid]).get(uuid)
+                migrations = cell_queries.get_migrations_in_progress(
+                    conn, [uuid]).get(uuid, [])
+        except exception.DB_ERRORS as exc:
+            raise records.cell_error(cell, exc) from exc
+        if instance is None:
+            return 'instance-deleted', 'the instance is gone'
+        record = decisions.InstanceRecord(instance=instance,
+                                          migrations=migrations)
+        return decisions.skip_reason(record, cell, self._clock(),
+                                     self.settings)
+
+
+def _not_derived(why):
+    return spec_writer.Refusal(
+        Status.ERROR, 'change-not-derived',
+        '%s: the plan\'s new value is not what a heal writes now; left '
+        'alone, write a new plan' % why)
+
+
+def _mismatch(after, instance_uuid):
+    """Why the plan's new value ``after`` is not the derived one."""
+    try:
+        document = json.loads(after)
+    except ValueError:
+        return 'the new value is not JSON'
+    data = (document.get('nova_object.data')
+            if isinstance(document, dict) else None)
+    if (not isinstance(data, dict)
+            or document.get('nova_object.name') != 'RequestSpec'):
+        return 'the new value is not a RequestSpec document'
+    if data.get('instance_uuid') != instance_uuid:
+        return 'the new value is the RequestSpec of another instance'
+    return 'the new value differs from the derived one'
+
+
+def _holds(current, change):
+    """Whether spec row ``current`` still holds ``change``'s before."""
+    return (current is not None and current['id'] == change.spec_id
+            and current['spec'] == change.before
+            and (not change.before_digest or audit_store.digest(
+                current['spec']) == change.before_digest))

@@ -1,0 +1,124 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""The one way a spec is written: decide again, record, swap, resolve.
+
+Heal, revert and apply all write through ``SpecWriter.write``:
+
+1. decide again, on the rows as they are now, that the change still
+   holds (each command brings its own decision);
+2. record the intent (before and after values) in the audit store;
+3. compare-and-swap the row: it is written only if it still holds the
+   exact text that was read;
+4. mark the intent applied or refused.
+"""
+
+import dataclasses
+
+from oslo_db import api as oslo_db_api
+
+from healreq.audit import store as audit_store
+from healreq.db import api_queries
+from healreq import exception
+from healreq.heal.findings import Status
+
+SPEC_CHANGED_DETAIL = ('request_specs.spec changed after it was read; '
+                       'left alone, run again to re-check')
+
+
+@dataclasses.dataclass
+class Change:
+    """Replace ``before`` by ``after`` in request spec row ``spec_id``."""
+    instance_uuid: str
+    spec_id: int
+    fields: list
+    before: str
+    after: str
+    # The digest ``before`` was recorded with, checked again if set.
+    before_digest: str = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Why a change is not written: the finding's new status and reason."""
+    status: Status
+    reason: str
+    detail: str
+
+
+class SpecWriter(object):
+    """Writes spec changes of run ``run_id`` into the API database.
+
+    ``audit`` (an AuditStore, or None to record nothing) receives each
+    intent before its write; ``clock`` gives the written updated_at. In
+    a dry run, the decision is taken again but nothing is recorded or
+    written.
+    """
+
+    def __init__(self, api_engine, clock, audit=None, run_id=None,
+                 dry_run=False, spec_changed_detail=SPEC_CHANGED_DETAIL):
+        self.api_engine = api_engine
+        self.audit = audit
+        self.run_id = run_id
+        self.dry_run = dry_run
+        self._clock = clock
+        self._spec_changed_detail = spec_changed_detail
+
+    def write(self, change, finding, decide_again, take=None,
+              give_back=None):
+        """Write ``change`` for ``finding``; False if out of budget.
+
+        ``decide_again()`` returns None if the change still holds, or a
+        Refusal that becomes the finding's outcome. ``take()`` reserves
+        one write of a budget (--max-count): when it returns False,
+        nothing is touched and False is returned; ``give_back()``
+        returns the reservation of a write that was refused. The
+        finding ends HEALED, or CONFLICT ``spec-changed`` if the row
+        changed; in a dry run it is left as it is.
+        """
+        refusal = decide_again()
+        if refusal is not None:
+            finding.status = refusal.status
+            finding.reason = refusal.reason
+            finding.detail = refusal.detail
+            return True
+        if take is not None and not take():
+            return False
+        if self.dry_run:
+            return True
+        change_id = None
+        if self.audit is not None:
+            change_id = self.audit.intent(
+                self.run_id, change.instance_uuid, finding.cell_uuid,
+                change.spec_id, change.fields, change.before, change.after)
+        with exception.reraised_as(exception.ApiDatabaseError):
+            swapped = self._swap(change)
+        if change_id is not None:
+            self.audit.resolve(change_id, audit_store.APPLIED if swapped
+                               else audit_store.REFUSED)
+        if swapped:
+            finding.status = Status.HEALED
+        else:
+            if give_back is not None:
+                give_back()
+            finding.status = Status.CONFLICT
+            finding.reason = 'spec-changed'
+            finding.detail = self._spec_changed_detail
+        return True
+
+    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
+    def _swap(self, change):
+        with self.api_engine.begin() as conn:
+            return api_queries.swap_request_spec(
+                conn, change.spec_id, change.instance_uuid, change.before,
+                change.after, self._clock())
