@@ -403,7 +403,7 @@ def _parse_cpu_spec(name, spec):
             expanded += last - first + 1
             if expanded > _MAX_CPU_IDS:
                 raise _refuse(name, spec, 'ranges too wide to expand')
-            target.update(range(first, last + 1))
+            target |= set(range(first, last + 1))
         elif rule.startswith('^'):
             try:
                 excluded.add(int(rule[1:].strip()))
@@ -414,7 +414,22 @@ def _parse_cpu_spec(name, spec):
                 included.add(int(rule))
             except ValueError:
                 raise _refuse(name, spec, 'invalid CPU %s' % _show(rule))
-    return included - excluded
+    included -= excluded
+    return _coerced_set(included)
+
+
+def _coerced_set(values):
+    """The copy of a set that ImageMetaProps' set field coercion stores.
+
+    Its iteration order can differ from the parsed set's, and Nova's
+    manual NUMA layout check reports the first fault in that order.
+    """
+    coerced = set()
+    for value in values:
+        coerced.add(value)
+    stored = set()
+    stored.update(coerced)
+    return stored
 
 
 def coerce_property(name, value):
