@@ -19,6 +19,7 @@ import testtools
 
 from healreq.objects import image
 from healreq.objects import numa
+from healreq.objects import numa_constraints
 from healreq.objects import primitive
 
 REF = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
@@ -299,13 +300,15 @@ class NumaTest(testtools.TestCase):
                   'hw_numa_mem.1': '1024'}
         props = _props(**layout)
         self.assertEqual([11, 1, 2, 3], list(props['hw_numa_cpus'][1]))
-        exc = self.assertRaises(numa.ConstraintError, numa.constraints, 4,
-                                2048, {}, props)
+        exc = self.assertRaises(numa.ConstraintError,
+                                numa_constraints.constraints, 4, 2048,
+                                {}, props)
         self.assertEqual('ImageNUMATopologyCPUOutOfRange', exc.nova_exception)
         specs = {key.replace('hw_', 'hw:'): value
                  for key, value in layout.items()}
-        exc = self.assertRaises(numa.ConstraintError, numa.constraints, 4,
-                                2048, specs, {})
+        exc = self.assertRaises(numa.ConstraintError,
+                                numa_constraints.constraints, 4, 2048,
+                                specs, {})
         self.assertEqual('ImageNUMATopologyCPUDuplicates', exc.nova_exception)
 
     def test_invalid_cell_raises_even_after_a_valid_one(self):
