@@ -32,6 +32,7 @@ import json
 from oslo_utils import strutils
 from oslo_utils import versionutils
 
+from healreq.objects import notation
 from healreq.objects import primitive
 
 PrimitiveError = primitive.PrimitiveError
@@ -272,7 +273,6 @@ LEGACY_NAMES = dict([
     ('hypervisor_type', 'img_hv_type'),
 ])
 
-NUMA_NODES_MAX = 128
 TRAIT_PREFIX = 'trait:'
 
 SM_IMAGE_PROP_PREFIX = 'image_'
@@ -299,11 +299,6 @@ COMPARED_IMAGE_FIELDS = ('id', 'min_ram', 'disk_format', 'container_format')
 # Properties system metadata never keeps (SM_SKIP_KEYS): a spec written
 # from Glance may hold them, a derived image never does.
 UNDERIVABLE_PROPERTIES = ('img_mappings', 'img_block_device_mapping')
-
-# CPU ranges expanding to more ids than this are refused: Nova would
-# build the whole set and can exhaust the host's memory long before any
-# guest could use so many CPUs.
-_MAX_CPU_IDS = 1 << 20
 
 
 def _show(value, limit=60):
@@ -381,41 +376,10 @@ def _parse_cpu_spec(name, spec):
     """CPU ids of a spec like ``0-3,^2,6`` (hardware.parse_cpu_spec)."""
     if not isinstance(spec, str):
         raise _refuse(name, spec, 'not a CPU set string')
-    included = set()
-    excluded = set()
-    expanded = 0
-    for rule in spec.split(','):
-        rule = rule.strip()
-        if not rule:
-            continue
-        bounds = rule.split('-', 1)
-        if len(bounds) == 2:
-            target = included
-            if bounds[0].startswith('^'):
-                target = excluded
-                bounds[0] = bounds[0][1:]
-            try:
-                first, last = int(bounds[0].strip()), int(bounds[1].strip())
-            except ValueError:
-                raise _refuse(name, spec, 'invalid range %s' % _show(rule))
-            if first > last:
-                raise _refuse(name, spec, 'invalid range %s' % _show(rule))
-            expanded += last - first + 1
-            if expanded > _MAX_CPU_IDS:
-                raise _refuse(name, spec, 'ranges too wide to expand')
-            target |= set(range(first, last + 1))
-        elif rule.startswith('^'):
-            try:
-                excluded.add(int(rule[1:].strip()))
-            except ValueError:
-                raise _refuse(name, spec, 'invalid exclusion %s' % _show(rule))
-        else:
-            try:
-                included.add(int(rule))
-            except ValueError:
-                raise _refuse(name, spec, 'invalid CPU %s' % _show(rule))
-    included -= excluded
-    return _coerced_set(included)
+    try:
+        return _coerced_set(notation.parse_cpu_list(spec))
+    except notation.NotationError as exc:
+        raise _refuse(name, spec, str(exc))
 
 
 def _coerced_set(values):
@@ -457,11 +421,7 @@ def coerce_property(name, value):
 
 def _numbered(raw, field, parse):
     values = []
-    for index in range(NUMA_NODES_MAX):
-        key = '%s.%d' % (field, index)
-        if key not in raw:
-            break
-        value = raw[key]
+    for key, value in notation.per_node(raw, field):
         if value is None:
             raise _refuse(key, value, 'cannot be None')
         values.append(parse(key, value))

@@ -22,6 +22,7 @@ image as Nova does; ``numa_primitive`` reads and writes the stored
 
 import dataclasses
 
+from healreq.objects import notation
 from healreq.objects import primitive
 
 PrimitiveError = primitive.PrimitiveError
@@ -80,18 +81,6 @@ class Topology:
     emulator_threads_policy: str | None = None
 
 
-def _cpu_list(cpus):
-    """Compact form of a CPU set, e.g. ``0-3,6``."""
-    ranges = []
-    for cpu in sorted(cpus):
-        if ranges and ranges[-1][1] == cpu - 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
-                    for a, b in ranges)
-
-
 def _pagesize_label(pagesize):
     for name, value in SYMBOLIC_PAGESIZES.items():
         if pagesize == value:
@@ -121,11 +110,11 @@ def describe(topology):
         parts.append('emulator threads %s' % topology.emulator_threads_policy)
     layout = []
     for cell in cells:
-        cpus = [_cpu_list(cell.cpuset)] if cell.cpuset else []
+        cpus = [notation.format_cpu_list(cell.cpuset)] if cell.cpuset else []
         if cell.pcpuset is None:
             cpus.append('?')
         elif cell.pcpuset:
-            cpus.append('[%s]' % _cpu_list(cell.pcpuset))
+            cpus.append('[%s]' % notation.format_cpu_list(cell.pcpuset))
         layout.append(','.join(cpus) or '-')
     if cells:
         parts.append('cpus %s' % '|'.join(layout))

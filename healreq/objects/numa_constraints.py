@@ -20,31 +20,17 @@ checks run in Nova's order, because the order decides which refusal is
 reported when a request is wrong in more than one way.
 """
 
-import math
 import re
 
+from healreq.objects import notation
 from healreq.objects import numa
 from healreq.objects import primitive
-
-# Per-node extra specs are read for nodes 0.. up to this many.
-NUMA_NODES_MAX = 128
 
 _TRUE_STRINGS = ('1', 't', 'true', 'on', 'y', 'yes')
 _RESOURCE_VCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:VCPU')
 _RESOURCE_PCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:PCPU')
 _HYPERTHREADING_RE = re.compile(
     r'trait(?:[1-9][0-9]*)?:HW_CPU_HYPERTHREADING')
-# A byte size as oslo's string_to_bytes reads it in IEC mode ("2MB",
-# "1GiB", "512Kb"); "$" also accepts one trailing newline, as there.
-# (Written without overlapping repeats, so that long input cannot make
-# the match backtrack quadratically.)
-_BYTE_SIZE_RE = re.compile(
-    r'(^[-+]?(?:\d+(?:\.\d+)?|\.\d+))([KMGTPEZYRQ]i?)?(b|bit|B)$')
-# Guest CPU ids beyond this are refused instead of expanded: no flavor has
-# a million vCPUs, and expanding such a range would exhaust memory.
-MAX_CPU_IDS = 1 << 20
-_UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
-                'Y': 8, 'R': 9, 'Q': 10}
 
 # Memory encryption models: (needs stateless firmware, rejects video).
 _ENCRYPTION_MODELS = {
@@ -79,76 +65,19 @@ def _to_int(text, what):
             'ValueError', '%s %r is not an integer' % (what, text))
 
 
-def parse_cpu_spec(spec):
-    """Parse a CPU list such as ``0-3,^2,6`` into a set of ints.
-
-    Raises numa.ConstraintError ('Invalid') for an unparsable element.
-    """
-    # Built by in-place union and difference like Nova's parser: when a
-    # manual node layout has two faults, the set's iteration order picks
-    # the one reported.
-    wanted = set()
-    unwanted = set()
-    for item in spec.split(','):
-        item = item.strip()
-        if not item:
-            continue
-        low, dash, high = item.partition('-')
-        if dash:
-            target = wanted
-            if low.startswith('^'):
-                target = unwanted
-                low = low[1:]
-            try:
-                first, last = int(low.strip()), int(high.strip())
-            except ValueError:
-                raise numa.ConstraintError(
-                    'Invalid', 'invalid CPU range %s' % primitive.short(item))
-            if first > last:
-                raise numa.ConstraintError(
-                    'Invalid', 'invalid CPU range %s' % primitive.short(item))
-            if last - first >= MAX_CPU_IDS:
-                raise numa.ConstraintError(
-                    'Invalid', 'CPU range %s names too many CPUs'
-                    % primitive.short(item))
-            target |= set(range(first, last + 1))
-        elif item.startswith('^'):
-            try:
-                unwanted.add(int(item[1:].strip()))
-            except ValueError:
-                raise numa.ConstraintError(
-                    'Invalid',
-                    'invalid CPU exclusion %s' % primitive.short(item))
-        else:
-            try:
-                wanted.add(int(item))
-            except ValueError:
-                raise numa.ConstraintError(
-                    'Invalid', 'invalid CPU %s' % primitive.short(item))
-    wanted -= unwanted
-    return wanted
+def _cpu_list(text):
+    """A CPU list; Nova raises Invalid for one it cannot read."""
+    try:
+        return notation.parse_cpu_list(text)
+    except notation.NotationError as exc:
+        raise numa.ConstraintError('Invalid', str(exc))
 
 
 def _parse_cpu_mask(mask, vcpus):
     """A CPU mask; one starting with ``^`` applies to all guest CPUs."""
     if mask.strip().startswith('^'):
-        return parse_cpu_spec('0-%d,%s' % (vcpus - 1, mask))
-    return parse_cpu_spec(mask)
-
-
-def _bytes(text):
-    """oslo's string_to_bytes(text, 'IEC', return_int=True)."""
-    match = _BYTE_SIZE_RE.match(text)
-    if not match:
-        raise ValueError(text)
-    number, prefix, unit = match.groups()
-    size = float(number)
-    if unit in ('b', 'bit'):
-        size /= 8
-    if prefix:
-        size = size * pow(1024, _UNIT_POWERS[prefix[0]])
-    # math.ceil of an infinite size raises OverflowError, as in Nova.
-    return int(math.ceil(size))
+        return _cpu_list('0-%d,%s' % (vcpus - 1, mask))
+    return _cpu_list(mask)
 
 
 def _page_size(request):
@@ -160,7 +89,7 @@ def _page_size(request):
         # with a bare ValueError.
         return _to_int(request, 'page size')
     try:
-        size = _bytes(request)
+        size = notation.byte_size(request)
     except ValueError:
         raise numa.ConstraintError(
             'MemoryPageSizeInvalid', 'invalid memory page size %r' % request)
@@ -420,12 +349,8 @@ def _check_locked_memory(specs, props):
 
 def _node_lists(specs, props, key, parse, image_key):
     """Per-node values from ``key.N`` extra specs or the image."""
-    from_flavor = []
-    for node in range(NUMA_NODES_MAX):
-        name = '%s.%d' % (key, node)
-        if name not in specs:
-            break
-        from_flavor.append(parse(specs[name]))
+    from_flavor = [parse(value)
+                   for _name, value in notation.per_node(specs, key)]
     from_image = props.get(image_key)
     if not from_flavor:
         return from_image
@@ -470,7 +395,8 @@ def _manual_layout(vcpus, memory_mb, nodes, cpu_lists, memory_list):
     if unassigned:
         raise numa.ConstraintError(
             'ImageNUMATopologyCPUsUnassigned',
-            'vCPUs %s are on no NUMA node' % numa._cpu_list(unassigned))
+            'vCPUs %s are on no NUMA node'
+            % notation.format_cpu_list(unassigned))
     if total != memory_mb:
         raise numa.ConstraintError(
             'ImageNUMATopologyMemoryOutOfRange',
@@ -501,7 +427,7 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
     topology. Raises numa.ConstraintError, naming Nova's exception, exactly
     when numa_get_constraints raises.
     """
-    if not 0 <= vcpus <= MAX_CPU_IDS:
+    if not 0 <= vcpus <= notation.MAX_CPU_IDS:
         raise numa.ConstraintError(
             'ValueError', 'a flavor with %s vCPUs is not a real flavor'
             % primitive.short(vcpus))
@@ -597,7 +523,7 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
         pinned = dedicated or set()
     floating = set(range(vcpus)) - pinned
     nodes = nodes or 1
-    cpu_lists = _node_lists(specs, props, 'hw:numa_cpus', parse_cpu_spec,
+    cpu_lists = _node_lists(specs, props, 'hw:numa_cpus', _cpu_list,
                             'hw_numa_cpus')
     memory_list = _node_lists(
         specs, props, 'hw:numa_mem',

@@ -20,8 +20,8 @@ Nova would schedule them alike. Pre-Liberty unversioned topologies are
 converted as Nova converts them. Writing applies Nova's backports.
 """
 
+from healreq.objects import notation
 from healreq.objects import numa
-from healreq.objects import numa_constraints
 from healreq.objects import primitive
 
 PrimitiveError = primitive.PrimitiveError
@@ -140,8 +140,8 @@ def _legacy_topology(document, what):
         if not isinstance(cpus, str):
             raise PrimitiveError('%s.cpus is not a string' % where)
         try:
-            cpuset = frozenset(numa_constraints.parse_cpu_spec(cpus))
-        except numa.ConstraintError as exc:
+            cpuset = frozenset(notation.parse_cpu_list(cpus))
+        except notation.NotationError as exc:
             raise PrimitiveError('%s.cpus: %s' % (where, exc))
         memory = cell.get('mem', {})
         if not isinstance(memory, dict):

@@ -30,6 +30,7 @@ import warnings
 
 
 from healreq.objects import image
+from healreq.objects import notation
 from healreq.objects import primitive
 from healreq.tests.compat import base
 
@@ -467,7 +468,7 @@ class ImageCompatTest(base.NovaTestCase):
         self.assertEqual([], problems)
         self.assertEqual(list(props_class._legacy_property_map.items()),
                          list(image.LEGACY_NAMES.items()))
-        self.assertEqual(props_class.NUMA_NODES_MAX, image.NUMA_NODES_MAX)
+        self.assertEqual(props_class.NUMA_NODES_MAX, notation.NUMA_NODES_MAX)
         self.assertEqual(props_class.VERSION, '%d.%d' % image.PROPS_VERSION)
         self.assertEqual(nova_objects.ImageMeta.VERSION,
                          '%d.%d' % image.IMAGE_VERSION)
