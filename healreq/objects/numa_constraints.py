@@ -22,11 +22,12 @@ reported when a request is wrong in more than one way.
 
 import re
 
+from oslo_utils import strutils
+
 from healreq.objects import notation
 from healreq.objects import numa
 from healreq.objects import primitive
 
-_TRUE_STRINGS = ('1', 't', 'true', 'on', 'y', 'yes')
 _RESOURCE_VCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:VCPU')
 _RESOURCE_PCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:PCPU')
 _HYPERTHREADING_RE = re.compile(
@@ -39,22 +40,6 @@ _ENCRYPTION_MODELS = {
     'amd-sev-snp': (True, False),
     'intel-tdx': (True, True),
 }
-
-
-# Helpers on flavor extra spec strings, with oslo.utils' semantics.
-
-def _bool(value):
-    """strutils.bool_from_string (non-strict, default False)."""
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in _TRUE_STRINGS
-
-
-def _is_int_like(value):
-    try:
-        return str(int(value)) == str(value)
-    except (TypeError, ValueError):
-        return False
 
 
 def _to_int(text, what):
@@ -165,7 +150,7 @@ def _emulator_threads_policy(specs):
 
 
 def _realtime_cpus(vcpus, specs, props):
-    if not _bool(specs.get('hw:cpu_realtime')):
+    if not strutils.bool_from_string(specs.get('hw:cpu_realtime')):
         return None
     # The image's mask is more specific and wins.
     mask = (props.get('hw_cpu_realtime_mask')
@@ -243,7 +228,8 @@ def _node_count(specs, props):
             'ImageNUMATopologyForbidden',
             'the image may not set hw_numa_nodes when the flavor does')
     nodes = flavor or image
-    if nodes is not None and (not _is_int_like(nodes) or int(nodes) < 1):
+    if nodes is not None and (not strutils.is_int_like(nodes)
+                              or int(nodes) < 1):
         raise numa.ConstraintError(
             'InvalidNUMANodesNumber',
             'invalid number of NUMA nodes %r' % (nodes,))
@@ -281,7 +267,8 @@ def _pmem_labels(specs):
 def _check_memory_encryption(specs, props):
     """Validate a memory encryption request against the image."""
     flavor_text = specs.get('hw:mem_encryption')
-    flavor = None if flavor_text is None else _bool(flavor_text)
+    flavor = (None if flavor_text is None
+              else strutils.bool_from_string(flavor_text))
     image = props.get('hw_mem_encryption')
     if not flavor and not image:
         return
@@ -329,7 +316,7 @@ def _check_locked_memory(specs, props):
     flavor_text = specs.get('hw:locked_memory')
     image = props.get('hw_locked_memory')
     if flavor_text is not None:
-        locked = _bool(flavor_text)
+        locked = strutils.bool_from_string(flavor_text)
         if image is not None and locked != image:
             raise numa.ConstraintError(
                 'FlavorImageLockedMemoryConflict',
