@@ -39,8 +39,6 @@ PrimitiveError = primitive.PrimitiveError
 
 IMAGE_NAME = 'ImageMeta'
 PROPS_NAME = 'ImageMetaProps'
-IMAGE_VERSION = (1, 8)
-PROPS_VERSION = (1, 44)
 
 
 class ImageMetaError(ValueError):
@@ -511,11 +509,10 @@ def image_from_system_metadata(sysmeta, image_ref):
     return image
 
 
-def _unwrap(document, name, newest, what):
+def _unwrap(document, name, what):
     """The data of a primitive of object ``name`` Nova 34.0.0 can load."""
     try:
-        data = primitive.unwrap(document, name, what)
-        version = primitive.parse_version(document[primitive.VERSION], what)
+        return primitive.unwrap(document, name, what)
     except PrimitiveError:
         raise
     except (ValueError, RecursionError) as exc:
@@ -523,13 +520,6 @@ def _unwrap(document, name, newest, what):
         # int() or one nested too deeply to print.
         raise PrimitiveError('%s has an unusable envelope (%s)'
                              % (what, type(exc).__name__))
-    if version[0] != newest[0] or version > newest:
-        raise PrimitiveError('%s is %s %s, which Nova 34.0.0 (%s %d.%d) '
-                             'cannot load' % (what, name,
-                                              _show(document[
-                                                  primitive.VERSION]),
-                                              name, newest[0], newest[1]))
-    return data
 
 
 def _read_int(value, what):
@@ -590,7 +580,7 @@ def props_from_primitive(document, what):
     are ignored, as Nova's loader ignores them). Raises PrimitiveError for
     a malformed primitive or a value Nova never writes for the field.
     """
-    data = _unwrap(document, PROPS_NAME, PROPS_VERSION, what)
+    data = _unwrap(document, PROPS_NAME, what)
     props = {}
     for name, (kind, _added) in PROPS_FIELDS.items():
         if name in data:
@@ -605,7 +595,7 @@ def image_from_primitive(document, what):
     ``properties`` is parsed by props_from_primitive; timestamps stay the
     strings (or None) stored. Raises PrimitiveError for malformed input.
     """
-    data = _unwrap(document, IMAGE_NAME, IMAGE_VERSION, what)
+    data = _unwrap(document, IMAGE_NAME, what)
     image = {}
     for name, kind in IMAGE_FIELDS.items():
         if name not in data:
@@ -633,16 +623,11 @@ def _serialise(kind, value):
     return value
 
 
-def _target_version(version, newest, name):
+def _target_version(name, version):
     try:
-        target = primitive.parse_version(version, '%s target' % name)
-    except (ValueError, RecursionError):
-        raise ImageMetaError('%s is not an object version' % _show(version))
-    if target[0] != newest[0] or target > newest:
-        raise ImageMetaError('Nova 34.0.0 (%s %d.%d) cannot write %s %s'
-                             % (name, newest[0], newest[1], name,
-                                _show(version)))
-    return target
+        return primitive.target_version(name, version)
+    except PrimitiveError as exc:
+        raise ImageMetaError(str(exc))
 
 
 def props_to_primitive(props, version):
@@ -653,7 +638,7 @@ def props_to_primitive(props, version):
     ImageMetaError for values it refuses to backport (e.g. ``mixed``
     hw_cpu_policy below 1.26). No change list is written.
     """
-    target = _target_version(version, PROPS_VERSION, PROPS_NAME)
+    target = _target_version(PROPS_NAME, version)
     unknown = sorted(set(props) - set(PROPS_FIELDS))
     if unknown:
         raise ImageMetaError('not ImageMetaProps fields: %s'
@@ -662,7 +647,7 @@ def props_to_primitive(props, version):
     for name, (kind, _added) in PROPS_FIELDS.items():
         if name in props:
             data[name] = _serialise(kind, props[name])
-    if target != PROPS_VERSION:
+    if target != primitive.NEWEST[PROPS_NAME]:
         for name, value, since in _TOO_NEW_VALUES:
             if target < since and data.get(name) == value:
                 raise ImageMetaError(
@@ -682,7 +667,7 @@ def image_to_primitive(image, image_version, props_version):
 
     ``properties`` is written by props_to_primitive at ``props_version``.
     """
-    _target_version(image_version, IMAGE_VERSION, IMAGE_NAME)
+    _target_version(IMAGE_NAME, image_version)
     unknown = sorted(set(image) - set(IMAGE_FIELDS))
     if unknown:
         raise ImageMetaError('not ImageMeta fields: %s' % ', '.join(unknown))

@@ -28,9 +28,6 @@ PrimitiveError = primitive.PrimitiveError
 
 TOPOLOGY_NAME = 'InstanceNUMATopology'
 CELL_NAME = 'InstanceNUMACell'
-# Newest versions Nova 34 reads; a newer stored version is unloadable.
-TOPOLOGY_VERSION = (1, 3)
-CELL_VERSION = (1, 6)
 
 # Fields of InstanceNUMACell in Nova's declaration (and output) order,
 # with the version that added each.
@@ -38,15 +35,6 @@ _CELL_FIELDS = (('id', (1, 0)), ('cpuset', (1, 0)), ('pcpuset', (1, 5)),
                 ('cpuset_reserved', (1, 4)), ('memory', (1, 0)),
                 ('pagesize', (1, 1)), ('cpu_pinning_raw', (1, 2)),
                 ('cpu_policy', (1, 3)), ('cpu_thread_policy', (1, 3)))
-
-
-def _version(document, newest, what):
-    version = primitive.parse_version(document.get(primitive.VERSION), what)
-    if version[0] != newest[0] or version > newest:
-        raise PrimitiveError(
-            '%s has version %s, which Nova 34 cannot read (newest %d.%d)'
-            % (what, document[primitive.VERSION], newest[0], newest[1]))
-    return version
 
 
 def _int(value, what, nullable=False):
@@ -72,7 +60,7 @@ def _enum(value, allowed, what):
 
 def _stored_cell(document, index, has_uuid, what):
     data = primitive.unwrap(document, CELL_NAME, what)
-    version = _version(document, CELL_VERSION, what)
+    version = primitive.parse_version(document[primitive.VERSION], what)
     for field in ('id', 'cpuset', 'memory'):
         if field not in data:
             raise PrimitiveError('%s has no %s' % (what, field))
@@ -170,7 +158,6 @@ def from_primitive(document, what):
             and isinstance(document.get('cells'), list)):
         return _legacy_topology(document, what)
     data = primitive.unwrap(document, TOPOLOGY_NAME, what)
-    _version(document, TOPOLOGY_VERSION, what)
     cells = data.get('cells')
     if not isinstance(cells, list):
         raise PrimitiveError('%s has no cells list' % what)
@@ -187,14 +174,6 @@ def from_primitive(document, what):
                                  '%s.cells[%d]' % (what, index))
                     for index, cell in enumerate(cells)),
         emulator_threads_policy=policy)
-
-
-def _target(version, newest, name):
-    parsed = primitive.parse_version(version, '%s target' % name)
-    if parsed[0] != newest[0] or parsed > newest:
-        raise PrimitiveError('cannot write %s version %s (newest %d.%d)'
-                             % (name, version, newest[0], newest[1]))
-    return parsed
 
 
 def _cell_primitive(cell, version, target):
@@ -233,9 +212,9 @@ def to_primitive(topology, topology_version, cell_version):
     topology (mixed policy below 1.6), PrimitiveError for a version
     Nova 34 does not know.
     """
-    topology_target = _target(topology_version, TOPOLOGY_VERSION,
-                              TOPOLOGY_NAME)
-    cell_target = _target(cell_version, CELL_VERSION, CELL_NAME)
+    topology_target = primitive.target_version(TOPOLOGY_NAME,
+                                               topology_version)
+    cell_target = primitive.target_version(CELL_NAME, cell_version)
     data = {'cells': [_cell_primitive(cell, cell_version, cell_target)
                       for cell in topology.cells]}
     if topology_target >= (1, 3):

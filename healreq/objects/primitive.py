@@ -53,6 +53,20 @@ def loadable(name, version):
                               and version <= newest)
 
 
+def target_version(name, version):
+    """``(major, minor)`` of a version to write ``name`` at.
+
+    Raises PrimitiveError for a version string that is not one, or one
+    Nova cannot load.
+    """
+    parsed = parse_version(version, '%s target' % name)
+    if not loadable(name, parsed):
+        newest = NEWEST[name]
+        raise PrimitiveError('cannot write %s version %s (newest %d.%d)'
+                             % (name, version, newest[0], newest[1]))
+    return parsed
+
+
 class PrimitiveError(ValueError):
     """A stored document is not a usable Nova object primitive."""
 

@@ -469,9 +469,10 @@ class ImageCompatTest(base.NovaTestCase):
         self.assertEqual(list(props_class._legacy_property_map.items()),
                          list(image.LEGACY_NAMES.items()))
         self.assertEqual(props_class.NUMA_NODES_MAX, notation.NUMA_NODES_MAX)
-        self.assertEqual(props_class.VERSION, '%d.%d' % image.PROPS_VERSION)
+        self.assertEqual(props_class.VERSION,
+                         '%d.%d' % primitive.NEWEST[image.PROPS_NAME])
         self.assertEqual(nova_objects.ImageMeta.VERSION,
-                         '%d.%d' % image.IMAGE_VERSION)
+                         '%d.%d' % primitive.NEWEST[image.IMAGE_NAME])
         self.assertEqual(list(nova_objects.ImageMeta.fields),
                          list(image.IMAGE_FIELDS))
         self.assertEqual(nova_utils.SM_IMAGE_PROP_PREFIX,

@@ -112,6 +112,29 @@ class ParseVersionTest(testtools.TestCase):
             self.assertIn(WHAT, str(error))
 
 
+class NewestVersionTest(testtools.TestCase):
+
+    def test_loadable_up_to_the_newest_of_the_same_major(self):
+        self.assertTrue(primitive.loadable('ImageMetaProps', (1, 44)))
+        self.assertTrue(primitive.loadable('ImageMetaProps', (1, 0)))
+        self.assertFalse(primitive.loadable('ImageMetaProps', (1, 45)))
+        self.assertFalse(primitive.loadable('InstanceNUMACell', (2, 0)))
+        self.assertFalse(primitive.loadable('InstanceNUMACell', (0, 9)))
+
+    def test_target_versions(self):
+        self.assertEqual((1, 4), primitive.target_version(
+            'InstanceNUMACell', '1.4'))
+        self.assertEqual((1, 3), primitive.target_version(
+            'InstanceNUMATopology', '1.3'))
+        for name, version in (('InstanceNUMACell', '1.7'),
+                              ('ImageMeta', '2.0'), ('Flavor', '1.x'),
+                              ('RequestSpec', None)):
+            error = self.assertRaises(primitive.PrimitiveError,
+                                      primitive.target_version, name,
+                                      version)
+            self.assertIn(name, str(error))
+
+
 class LoadJsonTest(testtools.TestCase):
 
     def test_text(self):
