@@ -299,21 +299,9 @@ COMPARED_IMAGE_FIELDS = ('id', 'min_ram', 'disk_format', 'container_format')
 UNDERIVABLE_PROPERTIES = ('img_mappings', 'img_block_device_mapping')
 
 
-def _show(value, limit=60):
-    """A short, safe rendering of any value for an error message."""
-    if value is None or isinstance(value, (str, int, float)):
-        try:
-            text = repr(value)
-        except ValueError:
-            # Integers too long to print in decimal.
-            text = '<%d-bit integer>' % value.bit_length()
-        return text if len(text) <= limit else text[:limit - 3] + '...'
-    # Containers may nest too deeply to print.
-    return 'a %s' % type(value).__name__
-
-
 def _refuse(name, value, reason):
-    return ImageMetaError('image %s=%s: %s' % (name, _show(value), reason))
+    return ImageMetaError('image %s=%s: %s'
+                          % (name, primitive.short(value), reason))
 
 
 def _as_string(name, value):
@@ -479,7 +467,7 @@ def image_from_system_metadata(sysmeta, image_ref):
     for key, value in sysmeta.items():
         if not isinstance(key, str):
             raise ImageMetaError('system metadata key %s is not a string'
-                                 % _show(key))
+                                 % primitive.short(key))
         if value is None:
             continue
         if not isinstance(value, str):
@@ -509,35 +497,24 @@ def image_from_system_metadata(sysmeta, image_ref):
     return image
 
 
-def _unwrap(document, name, what):
-    """The data of a primitive of object ``name`` Nova 34.0.0 can load."""
-    try:
-        return primitive.unwrap(document, name, what)
-    except PrimitiveError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        # primitive.py lets these escape for a version number too long for
-        # int() or one nested too deeply to print.
-        raise PrimitiveError('%s has an unusable envelope (%s)'
-                             % (what, type(exc).__name__))
-
-
 def _read_int(value, what):
     if isinstance(value, bool) or not isinstance(value, int):
         raise PrimitiveError('%s is not an integer: %s'
-                             % (what, _show(value)))
+                             % (what, primitive.short(value)))
     return value
 
 
 def _read_str(value, what):
     if not isinstance(value, str):
-        raise PrimitiveError('%s is not a string: %s' % (what, _show(value)))
+        raise PrimitiveError('%s is not a string: %s'
+                             % (what, primitive.short(value)))
     return value
 
 
 def _read_list(value, what):
     if not isinstance(value, list):
-        raise PrimitiveError('%s is not a list: %s' % (what, _show(value)))
+        raise PrimitiveError('%s is not a list: %s'
+                             % (what, primitive.short(value)))
     return value
 
 
@@ -547,7 +524,7 @@ def _read_value(kind, value, what):
     if kind == BOOLEAN:
         if not isinstance(value, bool):
             raise PrimitiveError('%s is not a boolean: %s'
-                                 % (what, _show(value)))
+                                 % (what, primitive.short(value)))
         return value
     if kind == INTEGER:
         return _read_int(value, what)
@@ -580,7 +557,7 @@ def props_from_primitive(document, what):
     are ignored, as Nova's loader ignores them). Raises PrimitiveError for
     a malformed primitive or a value Nova never writes for the field.
     """
-    data = _unwrap(document, PROPS_NAME, what)
+    data = primitive.unwrap(document, PROPS_NAME, what)
     props = {}
     for name, (kind, _added) in PROPS_FIELDS.items():
         if name in data:
@@ -595,7 +572,7 @@ def image_from_primitive(document, what):
     ``properties`` is parsed by props_from_primitive; timestamps stay the
     strings (or None) stored. Raises PrimitiveError for malformed input.
     """
-    data = _unwrap(document, IMAGE_NAME, what)
+    data = primitive.unwrap(document, IMAGE_NAME, what)
     image = {}
     for name, kind in IMAGE_FIELDS.items():
         if name not in data:

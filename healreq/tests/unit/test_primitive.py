@@ -94,6 +94,42 @@ class UnwrapTest(testtools.TestCase):
     def test_error_is_a_value_error(self):
         self.assertTrue(issubclass(primitive.PrimitiveError, ValueError))
 
+    def test_hostile_envelopes_raise_only_primitive_errors(self):
+        # Whatever a document holds, unwrap raises PrimitiveError alone
+        # (callers rely on it), with a bounded message.
+        deep = []
+        for _level in range(100000):
+            deep = [deep]
+        hostile = (10 ** 5000, -10 ** 5000, [10 ** 5000], deep,
+                   {'a': deep}, '1.' + '9' * 5000, '9' * 5000 + '.1',
+                   '\u0661.\u0662' * 10, float('nan'), 'x' * 100000)
+        for key in (primitive.NAME, primitive.NAMESPACE, primitive.VERSION):
+            for value in hostile:
+                error = self.assertRejected(_envelope(**{key: value}))
+                self.assertLess(len(str(error)), 200)
+
+
+class ShortTest(testtools.TestCase):
+
+    def test_bounded(self):
+        self.assertEqual("'Flavor'", primitive.short('Flavor'))
+        self.assertLess(len(primitive.short('x' * 100000)), 40)
+        self.assertLess(len(primitive.short(list(range(1000)))), 60)
+
+    def test_never_raises(self):
+        class Unprintable(object):
+            def __repr__(self):
+                raise RuntimeError('no')
+
+        deep = []
+        for _level in range(100000):
+            deep = [deep]
+        self.assertEqual('<16610-bit integer>', primitive.short(10 ** 5000))
+        self.assertEqual('[<16610-bit integer>]',
+                         primitive.short([-10 ** 5000]))
+        self.assertEqual('[[[[[[[...]]]]]]]', primitive.short(deep))
+        self.assertIn('Unprintable', primitive.short(Unprintable()))
+
 
 class ParseVersionTest(testtools.TestCase):
 
