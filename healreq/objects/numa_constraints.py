@@ -20,6 +20,7 @@ checks run in Nova's order, because the order decides which refusal is
 reported when a request is wrong in more than one way.
 """
 
+import dataclasses
 import re
 
 from oslo_utils import strutils
@@ -405,29 +406,18 @@ def _extra_specs(extra_specs):
     return specs
 
 
-def constraints(vcpus, memory_mb, extra_specs, image_props):
-    """The request NUMA topology Nova derives for a flavor and image.
+@dataclasses.dataclass(frozen=True)
+class _CpuRequest:
+    """The CPU side of a request once the policy rules have run."""
+    policy: str | None
+    thread_policy: str | None
+    emulator_policy: str | None
+    # The vCPUs of a mixed request that are pinned (None if no mask).
+    dedicated: set | None
 
-    ``extra_specs`` are the flavor's extra specs (strings); ``image_props``
-    maps ImageMetaProps field names to their coerced values (absent = not
-    set). Returns a numa.Topology, or None when the request needs no NUMA
-    topology. Raises numa.ConstraintError, naming Nova's exception, exactly
-    when numa_get_constraints raises.
-    """
-    if not 0 <= vcpus <= notation.MAX_CPU_IDS:
-        raise numa.ConstraintError(
-            'ValueError', 'a flavor with %s vCPUs is not a real flavor'
-            % primitive.short(vcpus))
-    specs = _extra_specs(extra_specs)
-    props = image_props or {}
 
-    cpu_policy = _cpu_policy(specs, props)
-    thread_policy = _thread_policy(specs, props)
-    realtime = _realtime_cpus(vcpus, specs, props)
-    dedicated = _dedicated_cpus(vcpus, specs)
-    emulator_policy = _emulator_threads_policy(specs)
-
-    # Explicit resources:VCPU / resources:PCPU requests imply the policy.
+def _policy_from_resources(cpu_policy, vcpus, specs, emulator_policy):
+    """Explicit resources:VCPU / resources:PCPU requests imply the policy."""
     shared_amount, dedicated_amount = _requested_cpu_resources(specs)
     if cpu_policy and (shared_amount or dedicated_amount):
         raise numa.ConstraintError(
@@ -447,10 +437,14 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
                 % (dedicated_amount, expected,
                    ' plus one for isolated emulator threads'
                    if emulator_policy == 'isolate' else ''))
-        cpu_policy = numa.DEDICATED
+        return numa.DEDICATED
     if shared_amount:
-        cpu_policy = numa.SHARED
+        return numa.SHARED
+    return cpu_policy
 
+
+def _policy_from_hyperthreading(thread_policy, specs, props):
+    """The HW_CPU_HYPERTHREADING trait implies the thread policy."""
     hyperthreading = _hyperthreading_trait(specs, props)
     if thread_policy and hyperthreading:
         raise numa.ConstraintError(
@@ -458,10 +452,15 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
             'the HW_CPU_HYPERTHREADING trait cannot be combined with a CPU '
             'thread policy')
     if hyperthreading == 'forbidden':
-        thread_policy = 'isolate'
-    elif hyperthreading == 'required':
-        thread_policy = 'require'
+        return 'isolate'
+    if hyperthreading == 'required':
+        return 'require'
+    return thread_policy
 
+
+def _check_cpu_policy(cpu_policy, thread_policy, emulator_policy, realtime,
+                      dedicated):
+    """Nova's sanity checks of the settled policies; the pinned vCPUs."""
     if cpu_policy in (numa.SHARED, None):
         if thread_policy:
             raise numa.ConstraintError(
@@ -492,51 +491,90 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
                 'hw:cpu_dedicated_mask')
         # With a realtime mask, the realtime vCPUs are the dedicated ones.
         dedicated = dedicated or realtime
+    return dedicated
 
-    nodes = _node_count(specs, props)
-    pagesize = _pagesize(specs, props)
-    pmem = _pmem_labels(specs)
-    _check_locked_memory(specs, props)
 
-    # A topology exists only for explicit nodes, huge pages, vPMEM or
-    # pinning. pagesize may be 0, which does not count.
-    if not (nodes or pagesize or pmem
-            or cpu_policy in (numa.DEDICATED, numa.MIXED)):
-        return None
+def _cpu_request(vcpus, specs, props):
+    """The CPU policies and pinned vCPUs, checked in Nova's order."""
+    cpu_policy = _cpu_policy(specs, props)
+    thread_policy = _thread_policy(specs, props)
+    realtime = _realtime_cpus(vcpus, specs, props)
+    dedicated = _dedicated_cpus(vcpus, specs)
+    emulator_policy = _emulator_threads_policy(specs)
+    cpu_policy = _policy_from_resources(cpu_policy, vcpus, specs,
+                                        emulator_policy)
+    thread_policy = _policy_from_hyperthreading(thread_policy, specs, props)
+    dedicated = _check_cpu_policy(cpu_policy, thread_policy,
+                                  emulator_policy, realtime, dedicated)
+    return _CpuRequest(policy=cpu_policy, thread_policy=thread_policy,
+                       emulator_policy=emulator_policy, dedicated=dedicated)
 
-    if cpu_policy == numa.DEDICATED:
-        pinned = set(range(vcpus))
-    else:
-        pinned = dedicated or set()
-    floating = set(range(vcpus)) - pinned
-    nodes = nodes or 1
+
+def _layout(vcpus, memory_mb, nodes, specs, props):
+    """``(vCPUs, MiB)`` per node: given per node, or split evenly."""
     cpu_lists = _node_lists(specs, props, 'hw:numa_cpus', _cpu_list,
                             'hw_numa_cpus')
     memory_list = _node_lists(
         specs, props, 'hw:numa_mem',
         lambda text: _to_int(text, 'hw:numa_mem'), 'hw_numa_mem')
     if cpu_lists is None and memory_list is None:
-        layout = _auto_layout(vcpus, memory_mb, nodes)
-    elif (cpu_lists is None or memory_list is None
-          or len(cpu_lists) != nodes or len(memory_list) != nodes):
+        return _auto_layout(vcpus, memory_mb, nodes)
+    if (cpu_lists is None or memory_list is None
+            or len(cpu_lists) != nodes or len(memory_list) != nodes):
         raise numa.ConstraintError(
             'ImageNUMATopologyIncomplete',
             'CPUs and memory must be given for each of the %d NUMA nodes'
             % nodes)
-    else:
-        layout = _manual_layout(vcpus, memory_mb, nodes, cpu_lists,
-                                memory_list)
+    return _manual_layout(vcpus, memory_mb, nodes, cpu_lists, memory_list)
 
-    if thread_policy not in numa.THREAD_POLICIES + (None,):
+
+def _topology(vcpus, layout, cpu, pagesize):
+    """The request topology of a layout and the CPU request."""
+    if cpu.policy == numa.DEDICATED:
+        pinned = set(range(vcpus))
+    else:
+        pinned = cpu.dedicated or set()
+    floating = set(range(vcpus)) - pinned
+    if cpu.thread_policy not in numa.THREAD_POLICIES + (None,):
         # Only an empty hw:cpu_thread_policy gets here; Nova's cell field
         # rejects it.
         raise numa.ConstraintError(
             'ValueError', 'CPU thread policy %r is not valid in a NUMA cell'
-            % (thread_policy,))
+            % (cpu.thread_policy,))
     cells = tuple(
         numa.Cell(id=node, cpuset=frozenset(cpus & floating),
                   pcpuset=frozenset(cpus & pinned), memory=int(memory),
                   pagesize=None if pagesize is None else int(pagesize),
-                  cpu_policy=cpu_policy, cpu_thread_policy=thread_policy)
+                  cpu_policy=cpu.policy, cpu_thread_policy=cpu.thread_policy)
         for node, (cpus, memory) in enumerate(layout))
-    return numa.Topology(cells=cells, emulator_threads_policy=emulator_policy)
+    return numa.Topology(cells=cells,
+                         emulator_threads_policy=cpu.emulator_policy)
+
+
+def constraints(vcpus, memory_mb, extra_specs, image_props):
+    """The request NUMA topology Nova derives for a flavor and image.
+
+    ``extra_specs`` are the flavor's extra specs (strings); ``image_props``
+    maps ImageMetaProps field names to their coerced values (absent = not
+    set). Returns a numa.Topology, or None when the request needs no NUMA
+    topology. Raises numa.ConstraintError, naming Nova's exception, exactly
+    when numa_get_constraints raises.
+    """
+    if not 0 <= vcpus <= notation.MAX_CPU_IDS:
+        raise numa.ConstraintError(
+            'ValueError', 'a flavor with %s vCPUs is not a real flavor'
+            % primitive.short(vcpus))
+    specs = _extra_specs(extra_specs)
+    props = image_props or {}
+    cpu = _cpu_request(vcpus, specs, props)
+    nodes = _node_count(specs, props)
+    pagesize = _pagesize(specs, props)
+    pmem = _pmem_labels(specs)
+    _check_locked_memory(specs, props)
+    # A topology exists only for explicit nodes, huge pages, vPMEM or
+    # pinning. pagesize may be 0, which does not count.
+    if not (nodes or pagesize or pmem
+            or cpu.policy in (numa.DEDICATED, numa.MIXED)):
+        return None
+    layout = _layout(vcpus, memory_mb, nodes or 1, specs, props)
+    return _topology(vcpus, layout, cpu, pagesize)

@@ -58,23 +58,8 @@ def _enum(value, allowed, what):
     return value
 
 
-def _stored_cell(document, index, has_uuid, what):
-    data = primitive.unwrap(document, CELL_NAME, what)
-    version = primitive.parse_version(document[primitive.VERSION], what)
-    for field in ('id', 'cpuset', 'memory'):
-        if field not in data:
-            raise PrimitiveError('%s has no %s' % (what, field))
-    _int(data['id'], what + '.id')
-    cpuset = _int_set(data['cpuset'], what + '.cpuset')
-    pcpuset = (_int_set(data['pcpuset'], what + '.pcpuset')
-               if 'pcpuset' in data else None)
-    memory = _int(data['memory'], what + '.memory')
-    pagesize = _int(data.get('pagesize'), what + '.pagesize', True)
-    policy = _enum(data.get('cpu_policy'), numa.CPU_POLICIES,
-                   what + '.cpu_policy')
-    thread_policy = _enum(data.get('cpu_thread_policy'), numa.THREAD_POLICIES,
-                          what + '.cpu_thread_policy')
-    # Host-fitted values: validated (Nova must load them), not kept.
+def _check_host_fields(data, what):
+    """Validate the host-fitted values (Nova must load them), not kept."""
     _int_set(data.get('cpuset_reserved'), what + '.cpuset_reserved', True)
     pinning = data.get('cpu_pinning_raw')
     if pinning is not None:
@@ -86,8 +71,14 @@ def _stored_cell(document, index, has_uuid, what):
         primitive.unwrap(data['cpu_topology'], 'VirtCPUTopology',
                          what + '.cpu_topology')
 
-    # InstanceNUMATopology._migrate_legacy_dedicated_instance_cpuset, which
-    # Nova runs on every load of a spec or instance topology.
+
+def _migrate_cpuset(document, policy, cpuset, pcpuset, has_uuid, what):
+    """``(cpuset, pcpuset)`` after Nova's legacy cpuset migration.
+
+    InstanceNUMATopology._migrate_legacy_dedicated_instance_cpuset, which
+    Nova runs on every load of a spec or instance topology.
+    """
+    version = primitive.parse_version(document[primitive.VERSION], what)
     if version < (1, 4) or (version < (1, 6) and policy == numa.MIXED):
         # Left alone, after a warning naming the topology's instance_uuid:
         # without one (a request topology never has one) Nova's load fails.
@@ -111,6 +102,27 @@ def _stored_cell(document, index, has_uuid, what):
                 cpuset, pcpuset = frozenset(), cpuset
         else:
             pcpuset = frozenset()
+    return cpuset, pcpuset
+
+
+def _stored_cell(document, index, has_uuid, what):
+    data = primitive.unwrap(document, CELL_NAME, what)
+    for field in ('id', 'cpuset', 'memory'):
+        if field not in data:
+            raise PrimitiveError('%s has no %s' % (what, field))
+    _int(data['id'], what + '.id')
+    cpuset = _int_set(data['cpuset'], what + '.cpuset')
+    pcpuset = (_int_set(data['pcpuset'], what + '.pcpuset')
+               if 'pcpuset' in data else None)
+    memory = _int(data['memory'], what + '.memory')
+    pagesize = _int(data.get('pagesize'), what + '.pagesize', True)
+    policy = _enum(data.get('cpu_policy'), numa.CPU_POLICIES,
+                   what + '.cpu_policy')
+    thread_policy = _enum(data.get('cpu_thread_policy'), numa.THREAD_POLICIES,
+                          what + '.cpu_thread_policy')
+    _check_host_fields(data, what)
+    cpuset, pcpuset = _migrate_cpuset(document, policy, cpuset, pcpuset,
+                                      has_uuid, what)
     return numa.Cell(id=index, cpuset=cpuset, pcpuset=pcpuset, memory=memory,
                      pagesize=pagesize, cpu_policy=policy,
                      cpu_thread_policy=thread_policy)
