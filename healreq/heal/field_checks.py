@@ -28,6 +28,8 @@ from healreq.heal.findings import FieldChange
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import numa as numa_obj
+from healreq.objects import numa_constraints
+from healreq.objects import numa_primitive
 from healreq.objects import pci as pci_obj
 from healreq.objects import primitive
 from healreq.objects import versions
@@ -131,7 +133,7 @@ class Inputs:
             specs = current.get('extra_specs') or {}
             try:
                 if image_key is None:
-                    return numa_obj.constraints(
+                    return numa_constraints.constraints(
                         key['vcpus'], key['memory_mb'], specs,
                         image['properties'])
                 return _derive_numa(key['vcpus'], key['memory_mb'],
@@ -168,8 +170,9 @@ def _derive_image(system_metadata_items, image_ref):
 
 @functools.lru_cache(maxsize=4096)
 def _derive_numa(vcpus, memory_mb, extra_specs_items, image_key):
-    return numa_obj.constraints(vcpus, memory_mb, dict(extra_specs_items),
-                                _derive_image(*image_key)['properties'])
+    return numa_constraints.constraints(
+        vcpus, memory_mb, dict(extra_specs_items),
+        _derive_image(*image_key)['properties'])
 
 
 def instance_flavors(text):
@@ -296,8 +299,8 @@ def check_numa_topology(spec, inputs, profile):
     derived = inputs.numa()
     stored_primitive = spec.data.get('numa_topology')
     try:
-        stored = numa_obj.from_primitive(stored_primitive,
-                                         'spec numa_topology')
+        stored = numa_primitive.from_primitive(stored_primitive,
+                                               'spec numa_topology')
         before = numa_obj.describe(stored)
     except numa_obj.UnloadableTopology as exc:
         # Nova fails to load it (cells older than 1.4 in a spec): rebuild
@@ -313,7 +316,7 @@ def check_numa_topology(spec, inputs, profile):
     healed = _numa_primitive(derived, stored_primitive, profile)
     # Compare with what would be stored, read back: a legacy version may
     # not express the derived value exactly, and must not drift forever.
-    if stored == numa_obj.from_primitive(healed, 'healed numa_topology'):
+    if stored == numa_primitive.from_primitive(healed, 'healed numa_topology'):
         return None
     return (FieldChange('numa_topology', before,
                         numa_obj.describe(derived)), healed)
@@ -338,9 +341,9 @@ def _numa_primitive(derived, stored, profile):
         if topology_version is None or cell_version is None:
             continue
         try:
-            healed = numa_obj.to_primitive(derived, topology_version,
-                                           cell_version)
-            numa_obj.from_primitive(healed, 'healed numa_topology')
+            healed = numa_primitive.to_primitive(derived, topology_version,
+                                                 cell_version)
+            numa_primitive.from_primitive(healed, 'healed numa_topology')
         except (numa_obj.ConstraintError, primitive.PrimitiveError):
             continue
         return healed

@@ -32,14 +32,13 @@ import json
 from oslo_utils import strutils
 from oslo_utils import versionutils
 
+from healreq.objects import notation
 from healreq.objects import primitive
 
 PrimitiveError = primitive.PrimitiveError
 
 IMAGE_NAME = 'ImageMeta'
 PROPS_NAME = 'ImageMetaProps'
-IMAGE_VERSION = (1, 8)
-PROPS_VERSION = (1, 44)
 
 
 class ImageMetaError(ValueError):
@@ -272,7 +271,6 @@ LEGACY_NAMES = dict([
     ('hypervisor_type', 'img_hv_type'),
 ])
 
-NUMA_NODES_MAX = 128
 TRAIT_PREFIX = 'trait:'
 
 SM_IMAGE_PROP_PREFIX = 'image_'
@@ -300,27 +298,10 @@ COMPARED_IMAGE_FIELDS = ('id', 'min_ram', 'disk_format', 'container_format')
 # from Glance may hold them, a derived image never does.
 UNDERIVABLE_PROPERTIES = ('img_mappings', 'img_block_device_mapping')
 
-# CPU ranges expanding to more ids than this are refused: Nova would
-# build the whole set and can exhaust the host's memory long before any
-# guest could use so many CPUs.
-_MAX_CPU_IDS = 1 << 20
-
-
-def _show(value, limit=60):
-    """A short, safe rendering of any value for an error message."""
-    if value is None or isinstance(value, (str, int, float)):
-        try:
-            text = repr(value)
-        except ValueError:
-            # Integers too long to print in decimal.
-            text = '<%d-bit integer>' % value.bit_length()
-        return text if len(text) <= limit else text[:limit - 3] + '...'
-    # Containers may nest too deeply to print.
-    return 'a %s' % type(value).__name__
-
 
 def _refuse(name, value, reason):
-    return ImageMetaError('image %s=%s: %s' % (name, _show(value), reason))
+    return ImageMetaError('image %s=%s: %s'
+                          % (name, primitive.short(value), reason))
 
 
 def _as_string(name, value):
@@ -381,40 +362,24 @@ def _parse_cpu_spec(name, spec):
     """CPU ids of a spec like ``0-3,^2,6`` (hardware.parse_cpu_spec)."""
     if not isinstance(spec, str):
         raise _refuse(name, spec, 'not a CPU set string')
-    included = set()
-    excluded = set()
-    expanded = 0
-    for rule in spec.split(','):
-        rule = rule.strip()
-        if not rule:
-            continue
-        bounds = rule.split('-', 1)
-        if len(bounds) == 2:
-            target = included
-            if bounds[0].startswith('^'):
-                target = excluded
-                bounds[0] = bounds[0][1:]
-            try:
-                first, last = int(bounds[0].strip()), int(bounds[1].strip())
-            except ValueError:
-                raise _refuse(name, spec, 'invalid range %s' % _show(rule))
-            if first > last:
-                raise _refuse(name, spec, 'invalid range %s' % _show(rule))
-            expanded += last - first + 1
-            if expanded > _MAX_CPU_IDS:
-                raise _refuse(name, spec, 'ranges too wide to expand')
-            target.update(range(first, last + 1))
-        elif rule.startswith('^'):
-            try:
-                excluded.add(int(rule[1:].strip()))
-            except ValueError:
-                raise _refuse(name, spec, 'invalid exclusion %s' % _show(rule))
-        else:
-            try:
-                included.add(int(rule))
-            except ValueError:
-                raise _refuse(name, spec, 'invalid CPU %s' % _show(rule))
-    return included - excluded
+    try:
+        return _coerced_set(notation.parse_cpu_list(spec))
+    except notation.NotationError as exc:
+        raise _refuse(name, spec, str(exc))
+
+
+def _coerced_set(values):
+    """The copy of a set that ImageMetaProps' set field coercion stores.
+
+    Its iteration order can differ from the parsed set's, and Nova's
+    manual NUMA layout check reports the first fault in that order.
+    """
+    coerced = set()
+    for value in values:
+        coerced.add(value)
+    stored = set()
+    stored.update(coerced)
+    return stored
 
 
 def coerce_property(name, value):
@@ -442,11 +407,7 @@ def coerce_property(name, value):
 
 def _numbered(raw, field, parse):
     values = []
-    for index in range(NUMA_NODES_MAX):
-        key = '%s.%d' % (field, index)
-        if key not in raw:
-            break
-        value = raw[key]
+    for key, value in notation.per_node(raw, field):
         if value is None:
             raise _refuse(key, value, 'cannot be None')
         values.append(parse(key, value))
@@ -506,7 +467,7 @@ def image_from_system_metadata(sysmeta, image_ref):
     for key, value in sysmeta.items():
         if not isinstance(key, str):
             raise ImageMetaError('system metadata key %s is not a string'
-                                 % _show(key))
+                                 % primitive.short(key))
         if value is None:
             continue
         if not isinstance(value, str):
@@ -536,43 +497,24 @@ def image_from_system_metadata(sysmeta, image_ref):
     return image
 
 
-def _unwrap(document, name, newest, what):
-    """The data of a primitive of object ``name`` Nova 34.0.0 can load."""
-    try:
-        data = primitive.unwrap(document, name, what)
-        version = primitive.parse_version(document[primitive.VERSION], what)
-    except PrimitiveError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        # primitive.py lets these escape for a version number too long for
-        # int() or one nested too deeply to print.
-        raise PrimitiveError('%s has an unusable envelope (%s)'
-                             % (what, type(exc).__name__))
-    if version[0] != newest[0] or version > newest:
-        raise PrimitiveError('%s is %s %s, which Nova 34.0.0 (%s %d.%d) '
-                             'cannot load' % (what, name,
-                                              _show(document[
-                                                  primitive.VERSION]),
-                                              name, newest[0], newest[1]))
-    return data
-
-
 def _read_int(value, what):
     if isinstance(value, bool) or not isinstance(value, int):
         raise PrimitiveError('%s is not an integer: %s'
-                             % (what, _show(value)))
+                             % (what, primitive.short(value)))
     return value
 
 
 def _read_str(value, what):
     if not isinstance(value, str):
-        raise PrimitiveError('%s is not a string: %s' % (what, _show(value)))
+        raise PrimitiveError('%s is not a string: %s'
+                             % (what, primitive.short(value)))
     return value
 
 
 def _read_list(value, what):
     if not isinstance(value, list):
-        raise PrimitiveError('%s is not a list: %s' % (what, _show(value)))
+        raise PrimitiveError('%s is not a list: %s'
+                             % (what, primitive.short(value)))
     return value
 
 
@@ -582,7 +524,7 @@ def _read_value(kind, value, what):
     if kind == BOOLEAN:
         if not isinstance(value, bool):
             raise PrimitiveError('%s is not a boolean: %s'
-                                 % (what, _show(value)))
+                                 % (what, primitive.short(value)))
         return value
     if kind == INTEGER:
         return _read_int(value, what)
@@ -615,7 +557,7 @@ def props_from_primitive(document, what):
     are ignored, as Nova's loader ignores them). Raises PrimitiveError for
     a malformed primitive or a value Nova never writes for the field.
     """
-    data = _unwrap(document, PROPS_NAME, PROPS_VERSION, what)
+    data = primitive.unwrap(document, PROPS_NAME, what)
     props = {}
     for name, (kind, _added) in PROPS_FIELDS.items():
         if name in data:
@@ -630,7 +572,7 @@ def image_from_primitive(document, what):
     ``properties`` is parsed by props_from_primitive; timestamps stay the
     strings (or None) stored. Raises PrimitiveError for malformed input.
     """
-    data = _unwrap(document, IMAGE_NAME, IMAGE_VERSION, what)
+    data = primitive.unwrap(document, IMAGE_NAME, what)
     image = {}
     for name, kind in IMAGE_FIELDS.items():
         if name not in data:
@@ -658,16 +600,11 @@ def _serialise(kind, value):
     return value
 
 
-def _target_version(version, newest, name):
+def _target_version(name, version):
     try:
-        target = primitive.parse_version(version, '%s target' % name)
-    except (ValueError, RecursionError):
-        raise ImageMetaError('%s is not an object version' % _show(version))
-    if target[0] != newest[0] or target > newest:
-        raise ImageMetaError('Nova 34.0.0 (%s %d.%d) cannot write %s %s'
-                             % (name, newest[0], newest[1], name,
-                                _show(version)))
-    return target
+        return primitive.target_version(name, version)
+    except PrimitiveError as exc:
+        raise ImageMetaError(str(exc))
 
 
 def props_to_primitive(props, version):
@@ -678,7 +615,7 @@ def props_to_primitive(props, version):
     ImageMetaError for values it refuses to backport (e.g. ``mixed``
     hw_cpu_policy below 1.26). No change list is written.
     """
-    target = _target_version(version, PROPS_VERSION, PROPS_NAME)
+    target = _target_version(PROPS_NAME, version)
     unknown = sorted(set(props) - set(PROPS_FIELDS))
     if unknown:
         raise ImageMetaError('not ImageMetaProps fields: %s'
@@ -687,7 +624,7 @@ def props_to_primitive(props, version):
     for name, (kind, _added) in PROPS_FIELDS.items():
         if name in props:
             data[name] = _serialise(kind, props[name])
-    if target != PROPS_VERSION:
+    if target != primitive.NEWEST[PROPS_NAME]:
         for name, value, since in _TOO_NEW_VALUES:
             if target < since and data.get(name) == value:
                 raise ImageMetaError(
@@ -707,7 +644,7 @@ def image_to_primitive(image, image_version, props_version):
 
     ``properties`` is written by props_to_primitive at ``props_version``.
     """
-    _target_version(image_version, IMAGE_VERSION, IMAGE_NAME)
+    _target_version(IMAGE_NAME, image_version)
     unknown = sorted(set(image) - set(IMAGE_FIELDS))
     if unknown:
         raise ImageMetaError('not ImageMeta fields: %s' % ', '.join(unknown))

@@ -53,6 +53,20 @@ def loadable(name, version):
                               and version <= newest)
 
 
+def target_version(name, version):
+    """``(major, minor)`` of a version to write ``name`` at.
+
+    Raises PrimitiveError for a version string that is not one, or one
+    Nova cannot load.
+    """
+    parsed = parse_version(version, '%s target' % name)
+    if not loadable(name, parsed):
+        newest = NEWEST[name]
+        raise PrimitiveError('cannot write %s version %s (newest %d.%d)'
+                             % (name, version, newest[0], newest[1]))
+    return parsed
+
+
 class PrimitiveError(ValueError):
     """A stored document is not a usable Nova object primitive."""
 
@@ -86,9 +100,26 @@ def parse_version(version, what):
     return int(match.group(1)), int(match.group(2))
 
 
+class _ShortRepr(reprlib.Repr):
+
+    def repr_int(self, x, level):
+        try:
+            return super().repr_int(x, level)
+        except ValueError:
+            # More digits than Python converts to text (> 4300 by default).
+            return '<%d-bit integer>' % x.bit_length()
+
+
+_SHORT_REPR = _ShortRepr()
+
+
 def short(value):
-    """A bounded rendering of any value for messages (depth and length)."""
-    return reprlib.repr(value)
+    """A bounded rendering of any value for messages (depth and length).
+
+    Never raises, whatever the value: long integers, deep nesting and
+    failing ``__repr__`` methods are rendered too.
+    """
+    return _SHORT_REPR.repr(value)
 
 
 def integer(value, what):

@@ -17,7 +17,8 @@ import os
 import shutil
 import tempfile
 
-from healreq.objects import numa
+from healreq.objects import numa_constraints
+from healreq.objects import numa_primitive
 from healreq.testing import deployment as dep
 
 SEED_INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
@@ -44,9 +45,9 @@ C1_PINNED = dep.flavor(21, 'c1.pinned', vcpus=4, memory_mb=8192, root_gb=80,
 def _numa_request(flavor):
     """The spec's numa_topology Nova computed for ``flavor`` at boot."""
     data = flavor['nova_object.data']
-    return numa.to_primitive(
-        numa.constraints(data['vcpus'], data['memory_mb'],
-                         data['extra_specs'], {}), '1.3', '1.6')
+    return numa_primitive.to_primitive(
+        numa_constraints.constraints(data['vcpus'], data['memory_mb'],
+                                     data['extra_specs'], {}), '1.3', '1.6')
 
 
 def build(workdir):

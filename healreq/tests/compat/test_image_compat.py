@@ -30,6 +30,7 @@ import warnings
 
 
 from healreq.objects import image
+from healreq.objects import notation
 from healreq.objects import primitive
 from healreq.tests.compat import base
 
@@ -467,10 +468,11 @@ class ImageCompatTest(base.NovaTestCase):
         self.assertEqual([], problems)
         self.assertEqual(list(props_class._legacy_property_map.items()),
                          list(image.LEGACY_NAMES.items()))
-        self.assertEqual(props_class.NUMA_NODES_MAX, image.NUMA_NODES_MAX)
-        self.assertEqual(props_class.VERSION, '%d.%d' % image.PROPS_VERSION)
+        self.assertEqual(props_class.NUMA_NODES_MAX, notation.NUMA_NODES_MAX)
+        self.assertEqual(props_class.VERSION,
+                         '%d.%d' % primitive.NEWEST[image.PROPS_NAME])
         self.assertEqual(nova_objects.ImageMeta.VERSION,
-                         '%d.%d' % image.IMAGE_VERSION)
+                         '%d.%d' % primitive.NEWEST[image.IMAGE_NAME])
         self.assertEqual(list(nova_objects.ImageMeta.fields),
                          list(image.IMAGE_FIELDS))
         self.assertEqual(nova_utils.SM_IMAGE_PROP_PREFIX,

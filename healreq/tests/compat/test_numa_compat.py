@@ -15,9 +15,10 @@
 
 Flavors (vCPUs, memory, extra specs with valid and invalid values) times
 image properties (raw strings coerced by Nova's own ``ImageMeta``) go
-through Nova's ``numa_get_constraints`` and our ``numa.constraints``: an
-explicit grid per group of related settings plus seeded random mixtures.
-Both must give the same topology or refuse with the same exception.
+through Nova's ``numa_get_constraints`` and our
+``numa_constraints.constraints``: an explicit grid per group of related
+settings plus seeded random mixtures. Both must give the same topology
+or refuse with the same exception.
 
 Every distinct topology is then written at every object version by us and
 by Nova's ``obj_to_primitive``; Nova must load what we write; and stored
@@ -37,6 +38,8 @@ import warnings
 import fixtures
 
 from healreq.objects import numa
+from healreq.objects import numa_constraints
+from healreq.objects import numa_primitive
 from healreq.objects import primitive
 from healreq.tests.compat import base
 
@@ -437,7 +440,8 @@ class NumaCompatTest(base.NovaTestCase):
             nova_outcome = ('ok', _normalise(theirs))
         ours = None
         try:
-            ours = numa.constraints(vcpus, memory_mb, dict(specs), props)
+            ours = numa_constraints.constraints(vcpus, memory_mb,
+                                                dict(specs), props)
         except numa.ConstraintError as exc:
             our_outcome = ('refused', exc.nova_exception)
         except Exception as exc:
@@ -515,8 +519,8 @@ class NumaCompatTest(base.NovaTestCase):
                 except Exception as exc:
                     expected = type(exc).__name__
                 try:
-                    written = numa.to_primitive(ours, topology_version,
-                                                cell_version)
+                    written = numa_primitive.to_primitive(
+                        ours, topology_version, cell_version)
                 except numa.ConstraintError as exc:
                     if expected != 'ObjectActionError':
                         disagreements.append('%s: ours refused (%s), nova '
@@ -563,7 +567,8 @@ class NumaCompatTest(base.NovaTestCase):
     @staticmethod
     def _our_load(document):
         try:
-            return ('ok', _normalise(numa.from_primitive(document, 'doc')))
+            return ('ok', _normalise(
+                numa_primitive.from_primitive(document, 'doc')))
         except primitive.PrimitiveError:
             return ('refused',)
 
@@ -653,7 +658,7 @@ class NumaCompatTest(base.NovaTestCase):
                 theirs = ('refused',)
             try:
                 ours = ('ok', _normalise(
-                    numa.from_primitive(text, 'numa_topology')))
+                    numa_primitive.from_primitive(text, 'numa_topology')))
             except primitive.PrimitiveError:
                 ours = ('refused',)
             if ours != theirs:

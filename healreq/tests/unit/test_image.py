@@ -18,6 +18,8 @@ import json
 import testtools
 
 from healreq.objects import image
+from healreq.objects import numa
+from healreq.objects import numa_constraints
 from healreq.objects import primitive
 
 REF = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
@@ -288,6 +290,26 @@ class NumaTest(testtools.TestCase):
         for spec in ('3-1', 'a', '^', '1-', '-1', '^-1', '1-2-3', '^ x'):
             self.assertRaises(image.ImageMetaError, _props,
                               **{'hw_numa_cpus.0': spec})
+
+    def test_cell_sets_iterate_as_novas(self):
+        # Nova 34 stores [11, 1, 2, 3] for '11,1-3' and so reports the
+        # vCPU out of range before the duplicate; the flavor form of the
+        # same layout (a set used as parsed) reports the duplicate.
+        layout = {'hw_numa_nodes': '2', 'hw_numa_cpus.0': '0-1',
+                  'hw_numa_cpus.1': '11,1-3', 'hw_numa_mem.0': '1024',
+                  'hw_numa_mem.1': '1024'}
+        props = _props(**layout)
+        self.assertEqual([11, 1, 2, 3], list(props['hw_numa_cpus'][1]))
+        exc = self.assertRaises(numa.ConstraintError,
+                                numa_constraints.constraints, 4, 2048,
+                                {}, props)
+        self.assertEqual('ImageNUMATopologyCPUOutOfRange', exc.nova_exception)
+        specs = {key.replace('hw_', 'hw:'): value
+                 for key, value in layout.items()}
+        exc = self.assertRaises(numa.ConstraintError,
+                                numa_constraints.constraints, 4, 2048,
+                                specs, {})
+        self.assertEqual('ImageNUMATopologyCPUDuplicates', exc.nova_exception)
 
     def test_invalid_cell_raises_even_after_a_valid_one(self):
         self.assertRaises(image.ImageMetaError, _props,

@@ -18,6 +18,8 @@ import json
 import testtools
 
 from healreq.objects import numa
+from healreq.objects import numa_constraints
+from healreq.objects import numa_primitive
 from healreq.objects import primitive
 
 UUID = '7c1e5b0a-3f2d-4e9a-8b6c-1d0f2e3a4b5c'
@@ -54,7 +56,8 @@ _ABSENT = object()
 class ConstraintsTest(testtools.TestCase):
 
     def constrain(self, specs=None, props=None, vcpus=4, memory_mb=4096):
-        return numa.constraints(vcpus, memory_mb, specs or {}, props or {})
+        return numa_constraints.constraints(vcpus, memory_mb, specs or {},
+                                            props or {})
 
     def assertRefused(self, nova_exception, specs=None, props=None,
                       vcpus=4, memory_mb=4096):
@@ -414,21 +417,20 @@ class ConstraintsTest(testtools.TestCase):
         topology = self.constrain({'hw:numa_nodes': 2})
         self.assertEqual(2, len(topology.cells))
 
-    def test_parse_cpu_spec(self):
-        self.assertEqual({0, 2, 3, 6},
-                         numa.parse_cpu_spec('0-3, ^1,6,,'))
-        self.assertEqual({2}, numa.parse_cpu_spec('0-3,^0-1,^3'))
-        self.assertEqual(set(), numa.parse_cpu_spec(''))
-        for spec in ('x', '3-1', '-1', '1-', '^', '^x-2'):
-            error = self.assertRaises(numa.ConstraintError,
-                                      numa.parse_cpu_spec, spec)
-            self.assertEqual('Invalid', error.nova_exception)
+    def test_unreadable_cpu_lists_are_invalid(self):
+        for spec in ('x', '3-1', '-1', '1-', '^', '^x-2', '0-1048576'):
+            self.assertRefused('Invalid', {
+                'hw:numa_nodes': '2', 'hw:numa_cpus.0': spec,
+                'hw:numa_cpus.1': '2-3', 'hw:numa_mem.0': '2048',
+                'hw:numa_mem.1': '2048'})
+            self.assertRefused('Invalid', {
+                'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': spec})
 
 
 class FromPrimitiveTest(testtools.TestCase):
 
     def read(self, document):
-        return numa.from_primitive(document, 'spec numa_topology')
+        return numa_primitive.from_primitive(document, 'spec numa_topology')
 
     def assertRejected(self, document, error=primitive.PrimitiveError):
         return self.assertRaises(error, self.read, document)
@@ -600,7 +602,7 @@ class ToPrimitiveTest(testtools.TestCase):
                 for cell in document[primitive.DATA]['cells']]
 
     def test_current_versions(self):
-        document = numa.to_primitive(self.pinned, '1.3', '1.6')
+        document = numa_primitive.to_primitive(self.pinned, '1.3', '1.6')
         self.assertEqual(primitive.wrap('InstanceNUMATopology', '1.3', {
             'cells': [primitive.wrap('InstanceNUMACell', '1.6', {
                 'id': index, 'cpuset': [], 'pcpuset': cpus,
@@ -614,26 +616,29 @@ class ToPrimitiveTest(testtools.TestCase):
             ['id', 'cpuset', 'pcpuset', 'cpuset_reserved', 'memory',
              'pagesize', 'cpu_pinning_raw', 'cpu_policy',
              'cpu_thread_policy'], list(self.cells(document)[0]))
-        self.assertEqual(self.pinned, numa.from_primitive(document, 'x'))
+        self.assertEqual(self.pinned,
+                         numa_primitive.from_primitive(document, 'x'))
 
     def test_mixed_needs_1_6(self):
         self.assertEqual([0, 1], self.cells(
-            numa.to_primitive(self.mixed, '1.3', '1.6'))[0]['cpuset'])
+            numa_primitive.to_primitive(self.mixed, '1.3', '1.6'))[0][
+                'cpuset'])
         for version in ('1.5', '1.4', '1.3'):
             error = self.assertRaises(numa.ConstraintError,
-                                      numa.to_primitive, self.mixed, '1.3',
-                                      version)
+                                      numa_primitive.to_primitive,
+                                      self.mixed, '1.3', version)
             self.assertEqual('IncompatibleObjectVersion',
                              error.nova_exception)
 
     def test_dedicated_below_1_5(self):
-        document = numa.to_primitive(self.pinned, '1.3', '1.4')
+        document = numa_primitive.to_primitive(self.pinned, '1.3', '1.4')
         cell = self.cells(document)[0]
         self.assertEqual([0, 1], cell['cpuset'])
         self.assertNotIn('pcpuset', cell)
         self.assertIn('cpuset_reserved', cell)
         # Nova migrates it back on load.
-        self.assertEqual(self.pinned, numa.from_primitive(document, 'x'))
+        self.assertEqual(self.pinned,
+                         numa_primitive.from_primitive(document, 'x'))
 
     def test_older_versions_drop_fields(self):
         for version, absent in (
@@ -645,32 +650,34 @@ class ToPrimitiveTest(testtools.TestCase):
                 ('1.0', {'pcpuset', 'cpuset_reserved', 'cpu_policy',
                          'cpu_thread_policy', 'cpu_pinning_raw',
                          'pagesize'})):
-            cell = self.cells(numa.to_primitive(self.pinned, '1.3',
-                                                version))[0]
+            cell = self.cells(numa_primitive.to_primitive(
+                self.pinned, '1.3', version))[0]
             self.assertEqual(set(), absent & set(cell), version)
             self.assertEqual([0, 1], cell['cpuset'], version)
-        document = numa.to_primitive(self.pinned, '1.2', '1.6')
+        document = numa_primitive.to_primitive(self.pinned, '1.2', '1.6')
         self.assertNotIn('emulator_threads_policy', document[primitive.DATA])
 
     def test_shared_cells(self):
         topology = numa.Topology(cells=(_cell(0, {0, 1}, (), 2048,
                                               pagesize=-2),))
-        cell = self.cells(numa.to_primitive(topology, '1.3', '1.4'))[0]
+        cell = self.cells(
+            numa_primitive.to_primitive(topology, '1.3', '1.4'))[0]
         self.assertEqual([0, 1], cell['cpuset'])
-        self.assertEqual(topology, numa.from_primitive(
-            numa.to_primitive(topology, '1.3', '1.5'), 'x'))
+        self.assertEqual(topology, numa_primitive.from_primitive(
+            numa_primitive.to_primitive(topology, '1.3', '1.5'), 'x'))
 
     def test_unknown_versions(self):
         for topology_version, cell_version in (('1.4', '1.6'),
                                                ('1.3', '1.7'),
                                                ('2.0', '1.6'), ('1.3', 'x')):
-            self.assertRaises(primitive.PrimitiveError, numa.to_primitive,
-                              self.pinned, topology_version, cell_version)
+            self.assertRaises(primitive.PrimitiveError,
+                              numa_primitive.to_primitive, self.pinned,
+                              topology_version, cell_version)
 
     def test_json_round_trip(self):
-        document = numa.to_primitive(self.mixed, '1.3', '1.6')
+        document = numa_primitive.to_primitive(self.mixed, '1.3', '1.6')
         text = primitive.dump_json(document)
-        self.assertEqual(self.mixed, numa.from_primitive(text, 'x'))
+        self.assertEqual(self.mixed, numa_primitive.from_primitive(text, 'x'))
 
 
 class DescribeTest(testtools.TestCase):

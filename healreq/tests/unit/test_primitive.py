@@ -94,6 +94,42 @@ class UnwrapTest(testtools.TestCase):
     def test_error_is_a_value_error(self):
         self.assertTrue(issubclass(primitive.PrimitiveError, ValueError))
 
+    def test_hostile_envelopes_raise_only_primitive_errors(self):
+        # Whatever a document holds, unwrap raises PrimitiveError alone
+        # (callers rely on it), with a bounded message.
+        deep = []
+        for _level in range(100000):
+            deep = [deep]
+        hostile = (10 ** 5000, -10 ** 5000, [10 ** 5000], deep,
+                   {'a': deep}, '1.' + '9' * 5000, '9' * 5000 + '.1',
+                   '\u0661.\u0662' * 10, float('nan'), 'x' * 100000)
+        for key in (primitive.NAME, primitive.NAMESPACE, primitive.VERSION):
+            for value in hostile:
+                error = self.assertRejected(_envelope(**{key: value}))
+                self.assertLess(len(str(error)), 200)
+
+
+class ShortTest(testtools.TestCase):
+
+    def test_bounded(self):
+        self.assertEqual("'Flavor'", primitive.short('Flavor'))
+        self.assertLess(len(primitive.short('x' * 100000)), 40)
+        self.assertLess(len(primitive.short(list(range(1000)))), 60)
+
+    def test_never_raises(self):
+        class Unprintable(object):
+            def __repr__(self):
+                raise RuntimeError('no')
+
+        deep = []
+        for _level in range(100000):
+            deep = [deep]
+        self.assertEqual('<16610-bit integer>', primitive.short(10 ** 5000))
+        self.assertEqual('[<16610-bit integer>]',
+                         primitive.short([-10 ** 5000]))
+        self.assertEqual('[[[[[[[...]]]]]]]', primitive.short(deep))
+        self.assertIn('Unprintable', primitive.short(Unprintable()))
+
 
 class ParseVersionTest(testtools.TestCase):
 
@@ -110,6 +146,29 @@ class ParseVersionTest(testtools.TestCase):
             error = self.assertRaises(primitive.PrimitiveError,
                                       primitive.parse_version, version, WHAT)
             self.assertIn(WHAT, str(error))
+
+
+class NewestVersionTest(testtools.TestCase):
+
+    def test_loadable_up_to_the_newest_of_the_same_major(self):
+        self.assertTrue(primitive.loadable('ImageMetaProps', (1, 44)))
+        self.assertTrue(primitive.loadable('ImageMetaProps', (1, 0)))
+        self.assertFalse(primitive.loadable('ImageMetaProps', (1, 45)))
+        self.assertFalse(primitive.loadable('InstanceNUMACell', (2, 0)))
+        self.assertFalse(primitive.loadable('InstanceNUMACell', (0, 9)))
+
+    def test_target_versions(self):
+        self.assertEqual((1, 4), primitive.target_version(
+            'InstanceNUMACell', '1.4'))
+        self.assertEqual((1, 3), primitive.target_version(
+            'InstanceNUMATopology', '1.3'))
+        for name, version in (('InstanceNUMACell', '1.7'),
+                              ('ImageMeta', '2.0'), ('Flavor', '1.x'),
+                              ('RequestSpec', None)):
+            error = self.assertRaises(primitive.PrimitiveError,
+                                      primitive.target_version, name,
+                                      version)
+            self.assertIn(name, str(error))
 
 
 class LoadJsonTest(testtools.TestCase):

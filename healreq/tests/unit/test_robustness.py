@@ -58,6 +58,7 @@ from healreq.heal import findings
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import numa as numa_obj
+from healreq.objects import numa_primitive
 from healreq.objects import pci as pci_obj
 from healreq.objects import primitive
 from healreq.objects import request_spec
@@ -1146,7 +1147,8 @@ def _text_parsers(category):
                         (PrimitiveError,)))
     elif category == NUMA:
         parsers.append(('numa.from_primitive',
-                        lambda value: numa_obj.from_primitive(value, NUMA),
+                        lambda value: numa_primitive.from_primitive(
+                            value, NUMA),
                         _NUMA_ERRORS))
     elif category == PCI:
         parsers.append(('pci.from_instance_extra',
@@ -1178,7 +1180,7 @@ def _object_parsers(category, obj):
                 image_obj.props_from_primitive(
                     _dig(image, primitive.DATA, 'properties'),
                     'spec image properties')), _IMAGE_ERRORS),
-            ('numa.from_primitive', lambda: numa_obj.from_primitive(
+            ('numa.from_primitive', lambda: numa_primitive.from_primitive(
                 _dig(data, 'numa_topology'), 'spec numa_topology'),
              _NUMA_ERRORS),
             ('pci.from_primitive', lambda: pci_obj.from_primitive(
@@ -1190,7 +1192,7 @@ def _object_parsers(category, obj):
             flavor_obj.parse, _dig(obj, slot), slot), (PrimitiveError,))
             for slot in ('cur', 'old', 'new')]
     if category == NUMA:
-        return [('numa.from_primitive', lambda: numa_obj.from_primitive(
+        return [('numa.from_primitive', lambda: numa_primitive.from_primitive(
             obj, NUMA), _NUMA_ERRORS)]
     if category == PCI:
         return [('pci.from_primitive', lambda: pci_obj.from_primitive(
