@@ -47,22 +47,7 @@ def sha256(text):
 
 
 class AuditTestCase(fixtures.DeploymentTestCase):
-    """Helpers to run any command and to read the audit store."""
-
-    def run_cli(self, *argv, config_file=None):
-        return fixtures.run_main(['--config-file',
-                                  config_file or self.config_file]
-                                 + list(argv))
-
-    def run_json(self, *argv, config_file=None):
-        """Run a command with ``--format json``; return result, document."""
-        result = self.run_cli(*(list(argv) + ['--format', 'json']),
-                              config_file=config_file)
-        try:
-            return result, json.loads(result.stdout)
-        except ValueError as exc:
-            self.fail('stdout is not one JSON document (%s): %r\n%s'
-                      % (exc, result.stdout, result.stderr))
+    """Helpers to read the audit store, through the CLI and directly."""
 
     def audit_path(self):
         return os.path.join(self.state_path, 'audit.sqlite')
