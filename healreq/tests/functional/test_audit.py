@@ -35,6 +35,7 @@ from healreq.db import tables
 from healreq.heal import fields
 from healreq.testing import demo
 from healreq.testing import deployment as dep
+from healreq.tests.functional import audit_case
 from healreq.tests.functional import fixtures
 from healreq import version
 
@@ -46,65 +47,7 @@ def sha256(text):
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
-class AuditTestCase(fixtures.DeploymentTestCase):
-    """Helpers to read the audit store, through the CLI and directly."""
-
-    def audit_path(self):
-        return os.path.join(self.state_path, 'audit.sqlite')
-
-    def audit_url(self):
-        return 'sqlite:///%s' % self.audit_path()
-
-    def audit_runs(self):
-        """``audit list --format json``, by run id (every run)."""
-        result, runs = self.run_json('audit', 'list', '--limit', '1000')
-        self.assertEqual(0, result.code, result.stderr)
-        return {run['id']: run for run in runs}
-
-    def audit_show(self, run_id):
-        result, document = self.run_json('audit', 'show', run_id)
-        self.assertEqual(0, result.code, result.stderr)
-        return document
-
-    def changes_by_instance(self, run_id):
-        changes = self.audit_show(run_id)['changes']
-        by_instance = {c['instance_uuid']: c for c in changes}
-        self.assertEqual(len(changes), len(by_instance),
-                         'more than one change per instance: %s' % changes)
-        return by_instance
-
-    def audit_dump(self):
-        """Every value of every row of every table of the audit store."""
-        engine = sa.create_engine(self.audit_url())
-        self.addCleanup(engine.dispose)
-        metadata = sa.MetaData()
-        metadata.reflect(engine)
-        self.assertIn('changes', metadata.tables)
-        values = []
-        with engine.connect() as conn:
-            for table in metadata.sorted_tables:
-                for row in conn.execute(sa.select(table)):
-                    values.extend(str(value) for value in row)
-        return values
-
-    def state_bytes(self):
-        """The raw bytes of every file under the state path."""
-        data = b''
-        for directory, _, names in os.walk(self.state_path):
-            for name in names:
-                with open(os.path.join(directory, name), 'rb') as handle:
-                    data += handle.read()
-        return data
-
-    def heal_run(self, *args):
-        """A real heal; return its run id (checked against the report)."""
-        result, document = self.heal_json(*args)
-        self.assertEqual(0, result.code, result.stdout + result.stderr)
-        self.assertIsNotNone(document['run_id'])
-        return document['run_id']
-
-
-class RunRecordTest(AuditTestCase):
+class RunRecordTest(audit_case.AuditTestCase):
     """Each run of request-specs is recorded with its changes."""
 
     def setUp(self):
@@ -364,7 +307,7 @@ class RunRecordTest(AuditTestCase):
             self.assertNotIn(secret.encode('utf-8'), raw)
 
 
-class AuditFileTest(AuditTestCase):
+class AuditFileTest(audit_case.AuditTestCase):
     """The SQLite audit store is readable by its owner only."""
 
     def assertMode(self, mode, path):
@@ -400,7 +343,7 @@ class AuditFileTest(AuditTestCase):
         self.assertEqual(1, len(self.audit_runs()))
 
 
-class RevertTest(AuditTestCase):
+class RevertTest(audit_case.AuditTestCase):
     """``revert`` puts back exactly what a run replaced, audited."""
 
     def setUp(self):
@@ -546,7 +489,7 @@ class RevertTest(AuditTestCase):
         self.assertEqual(healed, self.all_spec_texts())
 
 
-class PlanApplyTest(AuditTestCase):
+class PlanApplyTest(audit_case.AuditTestCase):
     """``request-specs --dry-run --plan`` and ``apply`` of the plan."""
 
     def setUp(self):
@@ -739,7 +682,7 @@ class PlanApplyTest(AuditTestCase):
         self.assertEqual(self.originals, self.all_spec_texts())
 
 
-class AuditStoreTest(AuditTestCase):
+class AuditStoreTest(audit_case.AuditTestCase):
     """The store records what the command line reports, on any backend."""
 
     def test_audit_connection(self):

@@ -39,7 +39,7 @@ from healreq.heal import checks
 from healreq.heal import engine as heal_engine
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import test_audit
+from healreq.tests.functional import audit_case
 
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
@@ -72,7 +72,7 @@ class ReplayInterruptedBeforeWrite(replay.Replayer):
         raise Interrupted('before writing %s' % swap.instance_uuid)
 
 
-class InjectedCrashTest(test_audit.AuditTestCase):
+class InjectedCrashTest(audit_case.AuditTestCase):
 
     def setUp(self):
         super().setUp()
@@ -256,7 +256,7 @@ NOVA_HEAL = [sys.executable, '-c',
              'import sys; from healreq.cmd import heal; sys.exit(heal.main())']
 
 
-class KillTest(test_audit.AuditTestCase):
+class KillTest(audit_case.AuditTestCase):
     """SIGKILL at random moments of a long heal, then recovery.
 
     Whenever the kill lands, every spec holds either its drifted or its
