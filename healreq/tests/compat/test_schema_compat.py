@@ -18,7 +18,7 @@ import testscenarios
 
 from healreq.db import tables
 from healreq.tests.compat import base
-from healreq.tests.functional import fixtures as db_fixtures
+from healreq.tests.functional import backends
 
 try:
     from nova.db import migration
@@ -38,11 +38,11 @@ def _type_name(column_type, dialect):
 class SchemaTest(testscenarios.WithScenarios, base.NovaTestCase):
     """Create Nova's schema with its migrations, then compare ours."""
 
-    scenarios = db_fixtures.BACKENDS
+    scenarios = backends.SCENARIOS
 
     def setUp(self):
         super().setUp()
-        self.db = self.backend_class(self)
+        self.db = self.useFixture(self.backend_fixture())
 
     def _migrated(self, database, metadata):
         engine = sa.create_engine(self.db.database_url('nova_' + database))

@@ -40,7 +40,7 @@ from healreq.heal import decisions
 from healreq.heal import engine as heal_engine
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import test_audit
+from healreq.tests.functional import audit_case
 
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
@@ -67,7 +67,7 @@ class InterruptedBeforeMark(audit_store.AuditStore):
         raise Interrupted('before marking change %s %s' % (change_id, state))
 
 
-class InjectedCrashTest(test_audit.AuditTestCase):
+class InjectedCrashTest(audit_case.AuditTestCase):
 
     def setUp(self):
         super().setUp()
@@ -235,7 +235,7 @@ NOVA_HEAL = [sys.executable, '-c',
              'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 
-class KillTest(test_audit.AuditTestCase):
+class KillTest(audit_case.AuditTestCase):
     """SIGKILL at random moments of a long heal, then recovery.
 
     Whenever the kill lands, every spec holds either its drifted or its

@@ -26,6 +26,7 @@ from healreq.db import cell_queries
 from healreq.db import tables
 from healreq.testing import demo
 from healreq.testing import deployment as dep
+from healreq.tests.functional import backends
 from healreq.tests.functional import fixtures
 
 # Values a JSON encoding must carry through unchanged.
@@ -81,7 +82,7 @@ class SystemMetadataTest(fixtures.DeploymentTestCase):
         self.assertEqual(2, len(expected))
 
     def test_truncated_aggregate_falls_back_to_rows(self):
-        mysql = self.backend_class is fixtures.BACKENDS[1][1]['backend_class']
+        mysql = isinstance(self.db, backends.MySQLBackend)
         if not mysql:
             # SQLite never truncates; a BLOB value makes it refuse instead.
             with self.cell1.engine.begin() as conn:
@@ -105,7 +106,7 @@ class SystemMetadataTest(fixtures.DeploymentTestCase):
         A separate engine (as each run and cell has) asks the server
         again.
         """
-        mysql = self.backend_class is fixtures.BACKENDS[1][1]['backend_class']
+        mysql = self.db.name == 'MySQL'
         url = self.cell1.engine.url.render_as_string(hide_password=False)
         engine = sa.create_engine(url)
         self.addCleanup(engine.dispose)

@@ -21,7 +21,7 @@ import uuid as uuidlib
 
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import field_case
 
 DATA = 'nova_object.data'
 VERSION = 'nova_object.version'
@@ -37,11 +37,11 @@ LONG_VALUE = 'quiet ' + '\u00e9' * 200
 LONG_VALUE_TRUNCATED = 'quiet ' + '\u00e9' * 124
 
 
-props = fixtures.image_properties
-without = fixtures.without_keys
+props = field_case.image_properties
+without = field_case.without_keys
 
 
-class _FieldsTestCase(fixtures.DeploymentTestCase):
+class _FieldsTestCase(field_case.FieldTestCase):
 
     def add(self, cur=demo.M1_LARGE, sysmeta_props=None, system_metadata=None,
             spec_fields=None, **kwargs):

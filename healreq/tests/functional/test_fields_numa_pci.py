@@ -16,7 +16,7 @@ import json
 
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import field_case
 
 DATA = 'nova_object.data'
 VERSION = 'nova_object.version'
@@ -38,8 +38,8 @@ PINNED_TEXT = '2 nodes, dedicated, cpus [0-1]|[2-3], MiB 4096|4096'
 T4 = {'vendor_id': '10de', 'product_id': '1eb8'}
 
 
-props = fixtures.image_properties
-without = fixtures.without_keys
+props = field_case.image_properties
+without = field_case.without_keys
 
 
 def numa_cell(node, cpus=(), pcpus=(), memory=4096, pagesize=None,
@@ -87,7 +87,7 @@ def pci_requests(*requests):
                         {'requests': list(requests)}, ['requests'])
 
 
-class _NumaPciTestCase(fixtures.DeploymentTestCase):
+class _NumaPciTestCase(field_case.FieldTestCase):
 
     def add(self, cur, sysmeta_props=None, **kwargs):
         """An instance in cell1 booted from the default image."""

@@ -24,6 +24,8 @@ import testtools
 from healreq.db import tables
 from healreq.testing import demo
 from healreq.testing import deployment as dep
+from healreq.tests import cli
+from healreq.tests.functional import backends
 from healreq.tests.functional import fixtures
 
 
@@ -63,9 +65,7 @@ class EmptyFilterTest(fixtures.DeploymentTestCase):
         run_id = json.loads(heal.stdout)['run_id']
         healed = self.all_spec_texts()
         for value in ('', '  '):
-            result = fixtures.run_main(['--config-file', self.config_file,
-                                        'revert', run_id, '--instance',
-                                        value])
+            result = self.run_cli('revert', run_id, '--instance', value)
             self.assert_refused_untouched(result, '--instance')
         self.assertEqual(healed, self.all_spec_texts())
 
@@ -98,8 +98,7 @@ class NumberValidationTest(fixtures.DeploymentTestCase):
 
     def test_audit_list_refuses_unusable_limits(self):
         for value in ('1e20', '99999999999999999999', '0', 'x'):
-            result = fixtures.run_main(['--config-file', self.config_file,
-                                        'audit', 'list', '--limit', value])
+            result = self.run_cli('audit', 'list', '--limit', value)
             self.assertEqual(127, result.code, result.stderr)
             self.assertEqual(1, len(result.stderr.strip().splitlines()),
                              result.stderr)
@@ -135,7 +134,7 @@ class PasswordLeakTest(fixtures.DeploymentTestCase):
             '127.0.0.1:1/healreq\n')
         for argv in (['request-specs', '--dry-run'], ['audit', 'list'],
                      ['request-specs', '--format', 'json']):
-            result = fixtures.run_main(['--config-file', config] + argv)
+            result = cli.run_main(['--config-file', config] + argv)
             self.assertEqual(127, result.code, result.stderr)
             self.assertEqual(1, len(result.stderr.strip().splitlines()),
                              result.stderr)
@@ -150,7 +149,7 @@ class BracedPasswordCellTest(fixtures.DeploymentTestCase):
     Only MySQL URLs carry a password, so this runs on MySQL alone.
     """
 
-    scenarios = [s for s in fixtures.BACKENDS if s[0] == 'MySQL']
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
     PASSWORD = 'Leak{LeakPart}'
 
     def setUp(self):
@@ -293,7 +292,7 @@ class DemoWorkdirTest(testtools.TestCase):
     """``demo --workdir`` builds only where nothing would be mixed in."""
 
     def demo(self, workdir):
-        return fixtures.run_main(['demo', '--workdir', workdir])
+        return cli.run_main(['demo', '--workdir', workdir])
 
     def test_empty_and_new_directories_work_once(self):
         parent = self.useFixture(test_fixtures.TempDir()).path
@@ -353,13 +352,15 @@ class SpecCharsetTest(fixtures.DeploymentTestCase):
         self.assertEqual(json.loads(before)['nova_object.data'][
             'availability_zone'], json.loads(after)['nova_object.data'][
                 'availability_zone'])
-        self.assert_consistent()
+        again, doc = self.heal_json()
+        self.assertEqual(4, again.code, again.stdout + again.stderr)
+        self.assertEqual(after, self.deployment.spec_text(drifted))
 
 
 class Latin1SpecColumnTest(SpecCharsetTest):
     """A request_specs.spec column in latin1, as old MySQL defaults made."""
 
-    scenarios = [s for s in fixtures.BACKENDS if s[0] == 'MySQL']
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
     TEXT = 'Zone \u00e9t\u00e9'
 
     def setUp(self):

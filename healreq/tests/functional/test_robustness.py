@@ -13,7 +13,7 @@
 """One real run over a deployment full of broken records.
 
 Sixty instances hold a mutated spec, instance_extra column or image
-system metadata drawn from the unit robustness generator, stored as the
+system metadata drawn from the robustness generator, stored as the
 column accepts it; a few healthy instances have drifted specs. A single
 ``nova-heal request-specs --format json`` run must exit 2 (never 255),
 report every broken instance as an error with a reason code and write
@@ -37,7 +37,10 @@ from healreq.objects import request_spec
 from healreq.objects import versions
 from healreq.testing import deployment as dep
 from healreq.tests.functional import fixtures
-from healreq.tests.unit import test_robustness as corpus
+from healreq.tests.robustness import corpus
+from healreq.tests.robustness import guard
+from healreq.tests.robustness import mutations
+from healreq.tests.robustness import oracle
 
 Status = findings.Status
 
@@ -166,11 +169,11 @@ def learnt_versions(document):
 
 def _oracle(document, uuid):
     """Evaluate the stored document as the unit tests do."""
-    evaluation, exc = corpus.evaluate_document(document, uuid=uuid)
+    evaluation, exc = oracle.evaluate_document(document, uuid=uuid)
     if exc is not None:
-        return 'crash', None, None, corpus._describe_exception(exc)
+        return 'crash', None, None, guard.describe_exception(exc)
     finding = evaluation.finding
-    verdict = corpus.classify(evaluation)
+    verdict = oracle.classify(evaluation)
     if verdict not in ('error', 'accepted'):
         return 'crash', None, None, verdict
     return verdict, finding.status.value, finding.reason, finding.detail
@@ -185,7 +188,7 @@ def _candidates(category, mysql, seed, rng):
     """
     pools = {}
     seen = {}
-    for document in corpus.generate(category, seed):
+    for document in mutations.generate(category, seed):
         stored = stored_document(document, mysql)
         if stored is None:
             continue
@@ -217,7 +220,7 @@ def select(mysql, seed=corpus.SEED):
     """
     rng = random.Random(seed)
     chosen = []
-    with corpus.guarded_pass():
+    with guard.guarded_pass():
         for category, quota in QUOTAS:
             pools = _candidates(category, mysql, seed, rng)
             groups = {}
@@ -374,14 +377,14 @@ class RobustnessRunTest(fixtures.DeploymentTestCase):
         expected_heals = self.expected_heals(healthy)
         before = self.spec_texts()
 
-        with corpus.guarded_pass():
-            result, exc = corpus.call(self.heal, '--format', 'json',
-                                      seconds=RUN_SECONDS)
+        with guard.guarded_pass():
+            result, exc = guard.call(self.heal, '--format', 'json',
+                                     seconds=RUN_SECONDS)
         after = self.spec_texts()
         problems = []
         if exc is not None:
             problems.append('the run raised %s'
-                            % corpus._describe_exception(exc))
+                            % guard.describe_exception(exc))
         elif result.code != 2:
             problems.append('exit code %s, expected 2; stderr:\n%s' % (
                 result.code, result.stderr.strip()[-2000:]))

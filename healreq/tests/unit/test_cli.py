@@ -12,25 +12,17 @@
 
 """The command line, up to the point where a database would be needed."""
 
-import io
 import logging
 import os
 
 import fixtures
 import testtools
 
-from healreq.cmd import main
+from healreq.tests import cli
 
 INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
 CELL = '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c'
 EXIT_CODES = (0, 1, 2, 3, 4, 127, 255)
-
-
-class _Result(object):
-    def __init__(self, code, stdout, stderr):
-        self.code = code
-        self.stdout = stdout
-        self.stderr = stderr
 
 
 class CliTestCase(testtools.TestCase):
@@ -69,14 +61,8 @@ class CliTestCase(testtools.TestCase):
         return path
 
     def run_main(self, *args, conf=None):
-        stdout = io.StringIO()
-        stderr = io.StringIO()
-        argv = ['--config-file', conf or self.empty_conf,
-                '--config-dir', self.config_dir] + list(args)
-        with fixtures.MonkeyPatch('sys.stdout', stdout), \
-                fixtures.MonkeyPatch('sys.stderr', stderr):
-            code = main.main(argv)
-        return _Result(code, stdout.getvalue(), stderr.getvalue())
+        return cli.run_main(['--config-file', conf or self.empty_conf,
+                             '--config-dir', self.config_dir] + list(args))
 
     def assertInvalidInput(self, result, *fragments):
         """Exit 127 with exactly one line on stderr, nothing on stdout."""

@@ -83,9 +83,11 @@ class ExitCodeForTest(testtools.TestCase):
             _report(Status.HEALED, more_remain=True)))
 
     def test_max_count_reached_without_more_remaining(self):
-        report = _report(Status.HEALED)
-        report.max_count_reached = True
-        self.assertEqual(ExitCode.HEALED, common.exit_code_for(report))
+        # --max-count 2 healed two instances: exit 1 only if more remain.
+        self.assertEqual(ExitCode.HEALED, common.exit_code_for(
+            _report(Status.HEALED, Status.HEALED, more_remain=False)))
+        self.assertEqual(ExitCode.MAX_COUNT_REACHED, common.exit_code_for(
+            _report(Status.HEALED, Status.HEALED, more_remain=True)))
 
     def test_conflict(self):
         self.assertEqual(ExitCode.CONFLICT, common.exit_code_for(

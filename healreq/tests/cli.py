@@ -1,0 +1,35 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Run ``nova-heal`` in-process and capture what it prints."""
+
+import contextlib
+import dataclasses
+import io
+
+from healreq.cmd import main
+
+
+@dataclasses.dataclass
+class Result:
+    """The exit code and the output of one run."""
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_main(argv):
+    """Run ``nova-heal argv`` in-process; return its code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main.main(argv)
+    return Result(code, out.getvalue(), err.getvalue())

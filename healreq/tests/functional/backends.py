@@ -1,0 +1,109 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Real database backends for functional tests, as fixtures.
+
+Each backend fixture hands out URLs of fresh, empty databases that live as
+long as the fixture: SQLite files in a temporary directory, or MySQL /
+MariaDB databases provisioned through oslo.db's opportunistic backend (the
+``openstack_citest`` account, or OS_TEST_DBAPI_ADMIN_CONNECTION) and
+dropped at cleanup. Without a MySQL server the MySQL fixture skips the test
+using it, unless HEALREQ_TEST_REQUIRE_MYSQL is set, in which case it fails
+it: CI sets it.
+"""
+
+import os
+import unittest
+import uuid
+
+import fixtures
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import provision
+
+REQUIRE_MYSQL = os.environ.get('HEALREQ_TEST_REQUIRE_MYSQL', '') not in (
+    '', '0')
+
+
+class SQLiteBackend(fixtures.Fixture):
+    """SQLite files in a temporary directory."""
+
+    name = 'SQLite'
+
+    def _setUp(self):
+        self.directory = self.useFixture(fixtures.TempDir()).path
+
+    def database_url(self, name):
+        """The URL of a new database called ``name``."""
+        return 'sqlite:///%s' % os.path.join(self.directory,
+                                             'nova_%s.sqlite' % name)
+
+    def reference_url(self):
+        """A [database]/connection whose template output is our cells."""
+        return 'sqlite:////%s/nova' % self.directory.lstrip('/')
+
+    def template(self, suffix):
+        """A cell URL template that formats to database ``suffix``."""
+        return '{scheme}:////{path}_%s.sqlite' % suffix
+
+
+class MySQLBackend(fixtures.Fixture):
+    """MySQL / MariaDB databases, created on demand and dropped after."""
+
+    name = 'MySQL'
+
+    def setUp(self):
+        # Checked before the fixture sets up, so that the skip or failure
+        # reaches the test as it is: Fixture.setUp would wrap it in
+        # MultipleExceptions, which testtools reports as an error.
+        try:
+            self.backend = provision.Backend.backend_for_database_type(
+                'mysql')
+        except db_exc.BackendNotAvailable as exc:
+            message = 'MySQL is not available: %s' % exc
+            if REQUIRE_MYSQL:
+                raise AssertionError(
+                    message + ' (HEALREQ_TEST_REQUIRE_MYSQL is set)')
+            raise unittest.SkipTest(message)
+        super().setUp()
+
+    def _setUp(self):
+        self.prefix = 'healreq_%s' % uuid.uuid4().hex[:10]
+        self.created = []
+        self.addCleanup(self._drop_all)
+
+    def database_url(self, name):
+        """The URL of a new database called ``name`` (with its password)."""
+        ident = '%s_%s' % (self.prefix, name)
+        self.backend.create_named_database(ident)
+        self.created.append(ident)
+        return str(self.backend.provisioned_database_url(ident)
+                   .render_as_string(hide_password=False))
+
+    def reference_url(self):
+        """A [database]/connection whose template output is our cells."""
+        url = self.backend.provisioned_database_url(self.prefix)
+        return url.render_as_string(hide_password=False)
+
+    def template(self, suffix):
+        """A cell URL template that formats to database ``suffix``."""
+        return ('{scheme}://{username}:{password}@{hostname}/{path}_%s'
+                % suffix)
+
+    def _drop_all(self):
+        for ident in self.created:
+            self.backend.drop_named_database(ident, conditional=True)
+
+
+# testscenarios scenarios: a test case using them gets ``backend_fixture``
+# and runs once per backend, its id ending in "(SQLite)" or "(MySQL)".
+SCENARIOS = [(backend.name, dict(backend_fixture=backend))
+             for backend in (SQLiteBackend, MySQLBackend)]

@@ -1,0 +1,118 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Calls bounded in time and memory, and how their errors read."""
+
+import contextlib
+import os
+import resource
+import signal
+import traceback
+
+from healreq.tests.robustness import corpus
+
+# Seconds one call may take before it counts as a hang (documents take
+# milliseconds), and the memory a pass may add to the process before
+# allocations fail (a MemoryError then counts as a crash instead of
+# exhausting the machine).
+DEADLINE = 1.0
+MEMORY_HEADROOM = 256 << 20
+
+
+class Deadline(BaseException):
+    """A call ran out of time (raised from SIGALRM)."""
+
+
+def _expire(signum, frame):
+    raise Deadline('still running when its time ran out')
+
+
+@contextlib.contextmanager
+def guarded_pass():
+    """Bound the memory of a pass and arm the per-call deadline."""
+    saved_limit = None
+    try:
+        with open('/proc/self/statm') as statm:
+            size = int(statm.read().split()[0]) * resource.getpagesize()
+        saved_limit = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):
+        pass
+    if saved_limit is not None:
+        soft, hard = saved_limit
+        limit = size + MEMORY_HEADROOM
+        for bound in (soft, hard):
+            if bound != resource.RLIM_INFINITY:
+                limit = min(limit, bound)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    previous = signal.signal(signal.SIGALRM, _expire)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if saved_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, saved_limit)
+
+
+def call(function, *args, seconds=DEADLINE):
+    """``(result, None)`` or ``(None, exception)``, within ``seconds``.
+
+    Only usable inside ``guarded_pass``.
+    """
+    result = error = None
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            result = function(*args)
+        except (Exception, Deadline) as exc:
+            error = exc
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except Deadline as exc:
+        # Expired while a long C call (which does not look at signals)
+        # was ending: still a call that ran out of time.
+        result, error = None, error or exc
+    return result, error
+
+
+def _frame_name(frame):
+    filename = frame.filename
+    marker = 'healreq' + os.sep
+    if marker in filename:
+        filename = filename[filename.rindex(marker):]
+    return '%s:%d (%s)' % (filename.replace(os.sep, '/'), frame.lineno,
+                           frame.name)
+
+
+def location(exc):
+    """The innermost healreq (non-test) frame, and the entry into healreq.
+
+    E.g. ``healreq/objects/pci.py:89 (_alias_key) via
+    healreq/heal/decisions.py:118 (evaluate)``.
+    """
+    frames = traceback.extract_tb(exc.__traceback__)
+    product = [f for f in frames if 'healreq' + os.sep in f.filename
+               and os.sep + 'tests' + os.sep not in f.filename]
+    if not product:
+        return _frame_name(frames[-1])
+    if len(product) == 1:
+        return _frame_name(product[0])
+    return '%s via %s' % (_frame_name(product[-1]), _frame_name(product[0]))
+
+
+def describe_exception(exc):
+    try:
+        message = str(exc)
+    except ValueError:
+        message = '<unprintable>'
+    return '%s: %s' % (type(exc).__name__,
+                       corpus.preview(message, 160)[1:-1] if message else '')
