@@ -49,8 +49,9 @@ LOCATION = os.path.dirname(os.path.abspath(__file__))
 def upgrade(engine):
     """Bring the store behind ``engine`` to the head revision.
 
-    Raises schema.SchemaTooNew for a store written by a newer healreq, and
-    TimeoutError when another process holds the migration lock too long.
+    Raises schema.SchemaTooNew for a store written by a newer healreq.
+    A command that finds another one migrating the store waits for it
+    (see ``lock``), then finds the store migrated.
     """
     with _alembic_quiet():
         script = scripts()
