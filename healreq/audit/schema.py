@@ -11,25 +11,23 @@
 #    under the License.
 
 
-"""The audit store's own schema, created and upgraded by healreq.
+"""The audit store's tables, as the store reads and writes them.
 
-``audit_schema`` holds one row with the schema version; ``upgrade``
-brings any older store up to SCHEMA_VERSION in place, so operators never
-run a migration by hand.
+These are the models: the migrations in ``healreq.audit.migrations`` build
+exactly these tables (a test compares them on every backend), and bring
+any older store up to them when it is opened.
 """
-
-import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
-
-SCHEMA_VERSION = 2
 
 # Spec texts are MEDIUMTEXT in Nova's API database; keep the same room.
 _LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
 
 metadata = sa.MetaData()
 
+# The version row of the stores from before alembic, kept so that those
+# releases refuse a store they no longer understand (it records 3).
 audit_schema = sa.Table(
     'audit_schema', metadata,
     sa.Column('version', sa.Integer, nullable=False))
@@ -91,37 +89,3 @@ findings = sa.Table(
 
 class SchemaTooNew(Exception):
     """The store was written by a newer healreq."""
-
-
-def upgrade(engine):
-    """Create the schema, or bring an older one up to SCHEMA_VERSION."""
-    with engine.begin() as conn:
-        metadata.create_all(conn)
-        version = conn.execute(sa.select(audit_schema.c.version)).scalar()
-        if version is None:
-            conn.execute(audit_schema.insert().values(
-                version=SCHEMA_VERSION))
-            return
-        if version > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                'the audit store has schema version %d; this healreq knows '
-                'up to %d' % (version, SCHEMA_VERSION))
-        for step in range(version, SCHEMA_VERSION):
-            _STEPS[step](conn)
-        conn.execute(audit_schema.update().values(version=SCHEMA_VERSION))
-
-
-def _add_started_ns(conn):
-    """Version 1 -> 2: runs.started_ns orders runs of the same second."""
-    conn.execute(sa.text('ALTER TABLE runs ADD COLUMN started_ns BIGINT'))
-    for run_id, started_at in conn.execute(
-            sa.select(runs.c.id, runs.c.started_at)).all():
-        seconds = (started_at - datetime.datetime(1970, 1, 1)).total_seconds()
-        conn.execute(runs.update().where(runs.c.id == run_id).values(
-            started_ns=int(seconds) * 10 ** 9))
-    conn.execute(sa.text('CREATE INDEX runs_started_ns_idx '
-                         'ON runs (started_ns)'))
-
-
-# The step that upgrades from each version to the next.
-_STEPS = {1: _add_started_ns}

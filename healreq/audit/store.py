@@ -31,6 +31,7 @@ import uuid as uuidlib
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
+from healreq.audit import migrations
 from healreq.audit import schema
 from healreq import clock
 from healreq.db import tables
@@ -79,7 +80,7 @@ class AuditStore(object):
             _prepare_sqlite_file(url)
         self.engine = engines.create_engine(
             url, max_retries=0, mysql_sql_mode='TRADITIONAL')
-        schema.upgrade(self.engine)
+        migrations.upgrade(self.engine)
 
     def dispose(self):
         self.engine.dispose()
