@@ -34,7 +34,8 @@ from healreq.audit.migrations import legacy
 from healreq.audit.migrations import lock
 from healreq.audit import schema
 from healreq.audit import store as audit_store
-from healreq.tests.functional import fixtures
+from healreq.tests import cli
+from healreq.tests.functional import backends
 from healreq.tests.functional import legacy_audit
 
 HEAD = migrations.scripts().get_current_head()
@@ -52,11 +53,11 @@ def revisions_in_order():
 class MigrationTestCase(testscenarios.WithScenarios, testtools.TestCase):
     """An empty database on each backend, and ways to look into it."""
 
-    scenarios = fixtures.BACKENDS
+    scenarios = backends.SCENARIOS
 
     def setUp(self):
         super().setUp()
-        self.db = self.backend_class(self)
+        self.db = self.useFixture(self.backend_fixture())
         self.url = self.db.database_url('audit')
         self.engine = sa.create_engine(self.url)
         self.addCleanup(self.engine.dispose)
@@ -149,8 +150,8 @@ class MigrationTestCase(testscenarios.WithScenarios, testtools.TestCase):
 
     def assert_command_refuses(self, message):
         """``audit list`` exits 127 with ``message`` as its one line."""
-        result = fixtures.run_main(['--config-file', self.write_config(),
-                                    'audit', 'list'])
+        result = cli.run_main(['--config-file', self.write_config(),
+                               'audit', 'list'])
         self.assertEqual(127, result.code, result.stderr)
         self.assertEqual('', result.stdout)
         lines = result.stderr.splitlines()
