@@ -19,23 +19,16 @@ is one the parser accepts, with the help text it prints.
 """
 
 import argparse
-import importlib
-from importlib import metadata
+
+from healreq.cmd import entry_point
 
 # Usage lines are wrapped to this width in the generated text.
 _WIDTH = 72
 
 
 def build_parser():
-    """nova-heal's argparse parser, found through its console script.
-
-    The ``nova-heal`` entry point names the module holding ``main``; that
-    module's ``build_parser()`` returns the parser with every command.
-    """
-    for entry in metadata.distribution('healreq').entry_points:
-        if entry.group == 'console_scripts' and entry.name == 'nova-heal':
-            return importlib.import_module(entry.module).build_parser()
-    raise LookupError('the healreq distribution has no nova-heal script')
+    """nova-heal's argparse parser (see ``entry_point.build_parser``)."""
+    return entry_point.build_parser()
 
 
 def subcommands(parser):
