@@ -31,6 +31,10 @@ import testtools
 from healreq.testing import demo
 
 _ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..')
+_UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                   r'[0-9a-f]{12}')
+_CONFIG_FILE = re.compile(r'--config-file \S*nova\.conf')
+_README_INTRO = 'Its output looks like this::\n\n'
 
 
 def nova_heal(*arguments, **kwargs):
@@ -44,6 +48,48 @@ def nova_heal(*arguments, **kwargs):
     return subprocess.run([sys.executable, '-m', 'healreq'] + list(arguments),
                           stdout=subprocess.PIPE, universal_newlines=True,
                           env=environment, timeout=300, **kwargs)
+
+
+def normalise(lines):
+    """Lines with UUIDs and the demo's scratch paths made comparable."""
+    return [_CONFIG_FILE.sub('--config-file .../nova.conf',
+                             _UUID.sub('<uuid>', line)).rstrip()
+            for line in lines]
+
+
+def first_run_of_demo(stdout):
+    """The demo's dry run: from its command line to its exit code."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('$ '))
+    end = next(i for i, line in enumerate(lines)
+               if i > start and line.startswith('Exit code '))
+    return lines[start:end + 1]
+
+
+def readme_sample():
+    """The literal block the README shows as the demo's output."""
+    with open(os.path.join(_ROOT, 'README.rst')) as handle:
+        text = handle.read()
+    block = text[text.index(_README_INTRO) + len(_README_INTRO):]
+    lines = []
+    for line in block.splitlines():
+        if line and not line.startswith('    '):
+            break
+        lines.append(line[4:])
+    return [line for line in lines if line] if lines else []
+
+
+class ReadmeSampleTest(testtools.TestCase):
+    def test_readme_shows_the_demo_output(self):
+        process = nova_heal('demo', stderr=subprocess.DEVNULL)
+        self.assertEqual(0, process.returncode, process.stdout)
+        actual = normalise(first_run_of_demo(process.stdout))
+        expected = normalise(readme_sample())
+        self.assertEqual(
+            expected, actual,
+            'README.rst must show the demo\'s dry run; today it is:\n\n%s'
+            % '\n'.join('    ' + line
+                        for line in first_run_of_demo(process.stdout)))
 
 
 class DashboardTest(testtools.TestCase):
