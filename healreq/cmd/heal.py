@@ -90,7 +90,7 @@ def _build_conf():
 
 def _parser_settings():
     return dict(project='nova', prog='nova-heal',
-                version=version.version_info.version_string(),
+                version=version.version_info.release_string(),
                 description='Find and heal OpenStack Nova RequestSpec '
                             'drift.')
 

@@ -142,7 +142,7 @@ class RunRecordTest(AuditTestCase):
         self.assertEqual('heal', run['mode'])
         self.assertEqual(getpass.getuser(), run['operator'])
         self.assertEqual(socket.gethostname(), run['host'])
-        self.assertEqual(version.version_info.version_string(),
+        self.assertEqual(version.version_info.release_string(),
                          run['tool_version'])
         self.assertEqual(HEAL_FILTERS, {key: run['filters'].get(key)
                                         for key in HEAL_FILTERS})
@@ -208,7 +208,7 @@ class RunRecordTest(AuditTestCase):
         lines = result.stdout.splitlines()
         self.assertEqual('Run %s (heal) by %s@%s, healreq %s' % (
             run_id, getpass.getuser(), socket.gethostname(),
-            version.version_info.version_string()), lines[0])
+            version.version_info.release_string()), lines[0])
         self.assertIn('  command: nova-heal --config-file %s request-specs '
                       '--format json --instance %s'
                       % (self.config_file, self.drifted[0]), lines)

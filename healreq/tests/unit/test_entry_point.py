@@ -19,6 +19,7 @@ import sys
 import testtools
 
 from healreq.cmd import entry_point
+from healreq import version
 
 
 def python_m_healreq(*arguments):
@@ -44,3 +45,13 @@ class EntryPointTest(testtools.TestCase):
         self.assertTrue(callable(module.main))
         parser = entry_point.build_parser()
         self.assertEqual('nova-heal', parser.prog)
+
+    def test_version_is_the_full_build(self):
+        # pbr's release string keeps the dev part (0.0.1.dev34), which the
+        # version string drops (0.0.1); the audit store records the same.
+        process = python_m_healreq('--version')
+        self.assertEqual(0, process.returncode, process.stderr)
+        self.assertEqual(version.version_info.release_string(),
+                         process.stdout.strip())
+        self.assertTrue(process.stdout.startswith(
+            version.version_info.version_string()))
