@@ -58,6 +58,13 @@ class CliReferenceTest(testtools.TestCase):
                              if line.startswith('.. option:: %s' % term)]
                 self.assertTrue(described, '%s %s' % (name, term))
 
+    def test_every_argument_has_help_text(self):
+        undocumented = [
+            '%s %s' % (command.prog, action.option_strings or action.dest)
+            for path, command in cli_reference.walk(self.parser)
+            for action in command._actions if not action.help]
+        self.assertEqual([], undocumented)
+
     def test_global_options_are_described(self):
         lines = cli_reference.global_options_lines(self.parser)
         for option in ('--config-file PATH', '--config-dir DIR', '--debug',
