@@ -13,7 +13,6 @@
 
 """``nova-heal audit``, ``revert`` and ``apply``: review and undo."""
 
-import argparse
 import difflib
 import json
 
@@ -72,7 +71,7 @@ def add_parsers(subparsers):
                     'run wrote and no operation is in flight. Audited as a '
                     'run of its own.',
         epilog=_REPLAY_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=common.HelpFormatter)
     revert.add_argument('run_id', metavar='RUN_ID',
                         help='The run whose applied changes to put back '
                              '(see "nova-heal audit list").')
@@ -93,7 +92,7 @@ def add_parsers(subparsers):
                     '(by digest) and no operation is in flight. Audited as '
                     'a run of its own.',
         epilog=_REPLAY_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=common.HelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE',
                        help='A plan written by "request-specs --dry-run '
                             '--plan PLAN_FILE".')

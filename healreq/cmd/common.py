@@ -13,11 +13,13 @@
 
 """What the commands share: exit codes, errors, engines and the audit."""
 
+import argparse
 import contextlib
 import enum
 import os
 import re
 import sys
+import textwrap
 
 from oslo_db import exception as db_exc
 import sqlalchemy.exc
@@ -53,6 +55,31 @@ exit codes:
        options)
   255  unexpected error
 When several apply, the most severe wins: 255, 127, 2, 3, 1, 0, 4."""
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps descriptions and epilogs to the terminal's width.
+
+    Indented lines (the exit-code tables) are kept as written.
+    """
+
+    def _fill_text(self, text, width, indent):
+        lines, paragraph = [], []
+
+        def fill():
+            if paragraph:
+                lines.extend(textwrap.wrap(
+                    ' '.join(paragraph), width, initial_indent=indent,
+                    subsequent_indent=indent) or [''])
+                del paragraph[:]
+        for line in text.splitlines():
+            if line[:1].isspace() or not line.strip():
+                fill()
+                lines.append(indent + line if line.strip() else '')
+            else:
+                paragraph.append(line.strip())
+        fill()
+        return '\n'.join(lines)
 
 
 def exit_code_for(report):

@@ -16,6 +16,7 @@
 import ast
 import os
 
+import fixtures
 import testtools
 
 from healreq.cmd import cli_reference
@@ -64,6 +65,24 @@ class CliReferenceTest(testtools.TestCase):
             for path, command in cli_reference.walk(self.parser)
             for action in command._actions if not action.help]
         self.assertEqual([], undocumented)
+
+    def test_descriptions_wrap_to_the_terminal(self):
+        self.useFixture(fixtures.EnvironmentVariable('COLUMNS', '60'))
+        for name, command in _leaf_commands(self.parser).items():
+            if not command.description:
+                continue
+            text = command.format_help()
+            # usage, description, arguments..., epilog: blank-line separated
+            description = text.split('\n\n')[1]
+            self.assertIn(command.description.split()[0], description)
+            for line in description.splitlines():
+                self.assertLessEqual(len(line), 60, '%s: %s' % (name, line))
+            epilog = text.partition('exit codes:')[2]
+            # The exit-code table keeps its layout.
+            table = [line for line in (command.epilog or '').splitlines()
+                     if line.startswith(' ')]
+            for line in table:
+                self.assertIn(line, epilog.splitlines())
 
     def test_global_options_are_described(self):
         lines = cli_reference.global_options_lines(self.parser)
