@@ -16,6 +16,7 @@
 import argparse
 import contextlib
 import enum
+import logging
 import os
 import re
 import sys
@@ -80,6 +81,27 @@ class HelpFormatter(argparse.HelpFormatter):
                 paragraph.append(line.strip())
         fill()
         return '\n'.join(lines)
+
+
+class _FlushStdout(logging.Filter):
+    def filter(self, record):
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken stdout must not stop the logging
+        return True
+
+
+def keep_output_order():
+    """Flush stdout before every log line written by the root handlers.
+
+    The report (stdout) is block-buffered on a pipe, logs (stderr) are not:
+    where both reach one terminal, pipe or merging reader, this keeps the
+    lines in the order they were produced. Call after logging is set up.
+    """
+    flush = _FlushStdout()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(flush)
 
 
 def exit_code_for(report):

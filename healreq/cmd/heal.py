@@ -141,6 +141,7 @@ def main(argv=None):
     try:
         _parse(conf, argv)
         logging.setup(conf, 'healreq')
+        common.keep_output_order()
         if getattr(conf.command, 'verbose', False):
             logging.getLogger('healreq').logger.setLevel(logging.INFO)
         return int(conf.command.handler(conf, argv))

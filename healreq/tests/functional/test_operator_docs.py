@@ -92,6 +92,28 @@ class ReadmeSampleTest(testtools.TestCase):
                         for line in first_run_of_demo(process.stdout)))
 
 
+class OutputOrderTest(testtools.TestCase):
+    def test_verbose_progress_is_in_order_with_the_report(self):
+        # stdout and stderr share one pipe, as in "tox -e demo | less".
+        process = nova_heal('demo', stderr=subprocess.STDOUT)
+        self.assertEqual(0, process.returncode, process.stdout)
+        lines = process.stdout.splitlines()
+
+        def index(prefix, start=0):
+            return next(i for i, line in enumerate(lines)
+                        if i >= start and line.startswith(prefix))
+        logs = [i for i, line in enumerate(lines)
+                if 'Looking for instances in cell' in line]
+        built = index('Built a demo deployment')
+        dry_run = index('$ nova-heal', built)
+        report = index('DRIFTED', dry_run)
+        self.assertEqual(2, len(logs), process.stdout)
+        self.assertLess(built, dry_run, process.stdout)
+        self.assertLess(dry_run, logs[0], process.stdout)
+        self.assertLess(logs[-1], report, process.stdout)
+        self.assertLess(report, index('$ nova-heal', report), process.stdout)
+
+
 class DashboardTest(testtools.TestCase):
     """Every metric the Grafana dashboard queries is one the tool writes."""
 
