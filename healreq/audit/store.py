@@ -97,7 +97,7 @@ class AuditStore(object):
                 started_ns=time.time_ns(),
                 mode=mode, command=command,
                 operator=getpass.getuser(), host=socket.gethostname(),
-                tool_version=version.version_info.version_string(),
+                tool_version=version.version_info.release_string(),
                 filters=json.dumps(filters, sort_keys=True)))
         return run_id
 

@@ -13,7 +13,6 @@
 
 """``nova-heal audit``, ``revert`` and ``apply``: review and undo."""
 
-import argparse
 import difflib
 import json
 
@@ -40,6 +39,8 @@ exit codes:
 When several apply, the most severe wins: 255, 127, 2, 3, 4. Without
 --dry-run, an apply or revert that writes nothing never exits 0."""
 
+_FORMAT_HELP = 'Output format on stdout (default: text).'
+
 
 def add_parsers(subparsers):
     audit = subparsers.add_parser(
@@ -48,18 +49,22 @@ def add_parsers(subparsers):
                     'recorded in the audit store ([healreq]/'
                     'audit_connection) with its findings, and every change '
                     'before it is written.')
-    actions = audit.add_subparsers(dest='audit_action', metavar='ACTION')
+    actions = audit.add_subparsers(dest='audit_action', metavar='ACTION',
+                                   help='list or show.')
     actions.required = True
     listing = actions.add_parser('list', help='List the latest runs.')
     listing.add_argument('--limit', default=20, metavar='N',
                          type=common.bounded_int(1, LIST_LIMIT),
                          help='How many runs (default 20).')
     listing.add_argument('--format', choices=('text', 'json'),
-                         default='text')
+                         default='text', help=_FORMAT_HELP)
     listing.set_defaults(handler=audit_list)
     show = actions.add_parser('show', help='Show one run and its changes.')
-    show.add_argument('run_id', metavar='RUN_ID')
-    show.add_argument('--format', choices=('text', 'json'), default='text')
+    show.add_argument('run_id', metavar='RUN_ID',
+                      help='The run to show, as "audit list" and every '
+                           'report print it ("Run id: ...").')
+    show.add_argument('--format', choices=('text', 'json'), default='text',
+                      help=_FORMAT_HELP)
     show.set_defaults(handler=audit_show)
 
     revert = subparsers.add_parser(
@@ -69,12 +74,17 @@ def add_parsers(subparsers):
                     'run wrote and no operation is in flight. Audited as a '
                     'run of its own.',
         epilog=_REPLAY_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    revert.add_argument('run_id', metavar='RUN_ID')
+        formatter_class=common.HelpFormatter)
+    revert.add_argument('run_id', metavar='RUN_ID',
+                        help='The run whose applied changes to put back '
+                             '(see "nova-heal audit list").')
     revert.add_argument('--instance', metavar='UUID',
                         help='Only this instance.')
-    revert.add_argument('--dry-run', action='store_true')
-    revert.add_argument('--format', choices=('text', 'json'), default='text')
+    revert.add_argument('--dry-run', action='store_true',
+                        help='Report what would be written back; write '
+                             'nothing.')
+    revert.add_argument('--format', choices=('text', 'json'), default='text',
+                        help=_FORMAT_HELP)
     revert.set_defaults(handler=revert_run, verbose=True)
 
     apply = subparsers.add_parser(
@@ -87,10 +97,15 @@ def add_parsers(subparsers):
                     'decision is taken again on the instance\'s current '
                     'records). Audited as a run of its own.',
         epilog=_REPLAY_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    apply.add_argument('plan_file', metavar='PLAN_FILE')
-    apply.add_argument('--dry-run', action='store_true')
-    apply.add_argument('--format', choices=('text', 'json'), default='text')
+        formatter_class=common.HelpFormatter)
+    apply.add_argument('plan_file', metavar='PLAN_FILE',
+                       help='A plan written by "request-specs --dry-run '
+                            '--plan PLAN_FILE".')
+    apply.add_argument('--dry-run', action='store_true',
+                       help='Check the plan against the database and report '
+                            'what would be written; write nothing.')
+    apply.add_argument('--format', choices=('text', 'json'), default='text',
+                       help=_FORMAT_HELP)
     apply.set_defaults(handler=apply_plan, verbose=True)
 
 

@@ -14,8 +14,10 @@
 """What the commands share: exit codes, option values, printing."""
 
 import argparse
+import logging
 import re
 import sys
+import textwrap
 
 from healreq import api
 from healreq.db import urls
@@ -37,6 +39,52 @@ exit codes:
        options)
   255  unexpected error
 When several apply, the most severe wins: 255, 127, 2, 3, 1, 0, 4."""
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps descriptions and epilogs to the terminal's width.
+
+    Indented lines (the exit-code tables) are kept as written.
+    """
+
+    def _fill_text(self, text, width, indent):
+        lines, paragraph = [], []
+
+        def fill():
+            if paragraph:
+                lines.extend(textwrap.wrap(
+                    ' '.join(paragraph), width, initial_indent=indent,
+                    subsequent_indent=indent) or [''])
+                del paragraph[:]
+        for line in text.splitlines():
+            if line[:1].isspace() or not line.strip():
+                fill()
+                lines.append(indent + line if line.strip() else '')
+            else:
+                paragraph.append(line.strip())
+        fill()
+        return '\n'.join(lines)
+
+
+class _FlushStdout(logging.Filter):
+    def filter(self, record):
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken stdout must not stop the logging
+        return True
+
+
+def keep_output_order():
+    """Flush stdout before every log line written by the root handlers.
+
+    The report (stdout) is block-buffered on a pipe, logs (stderr) are not:
+    where both reach one terminal, pipe or merging reader, this keeps the
+    lines in the order they were produced. Call after logging is set up.
+    """
+    flush = _FlushStdout()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(flush)
 
 
 _UUID_RE = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'

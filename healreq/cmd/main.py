@@ -100,6 +100,27 @@ def _build_conf():
     return conf
 
 
+def _parser_settings():
+    return dict(project='nova', prog='nova-heal',
+                version=version.version_info.release_string(),
+                description='Find and heal OpenStack Nova RequestSpec '
+                            'drift.')
+
+
+def build_parser():
+    """Return nova-heal's argparse parser: global options, every command.
+
+    The CLI reference and the man page are generated from it. No
+    configuration file is read.
+    """
+    conf = _build_conf()
+    # oslo.config builds the parser while parsing a (harmless) command
+    # line and keeps it.
+    conf(['demo'], default_config_files=[], default_config_dirs=[],
+         use_env=False, **_parser_settings())
+    return conf._oparser
+
+
 def _parse(conf, argv):
     """Parse ``argv``; False if that was all (--help, --version).
 
@@ -108,10 +129,7 @@ def _parse(conf, argv):
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            conf(argv, project='nova', prog='nova-heal',
-                 version=version.version_info.version_string(),
-                 description='Find and heal OpenStack Nova RequestSpec '
-                             'drift.')
+            conf(argv, **_parser_settings())
     except SystemExit as exc:
         if exc.code in (0, None):
             return False
@@ -139,6 +157,7 @@ def main(argv=None):
         if not _parse(conf, argv):
             return 0
         logs.setup(conf)
+        common.keep_output_order()
         if getattr(conf.command, 'verbose', False):
             logging.getLogger('healreq').logger.setLevel(logging.INFO)
         return int(conf.command.handler(conf, argv))

@@ -13,7 +13,6 @@
 
 """``nova-heal request-specs``: find and heal RequestSpec drift."""
 
-import argparse
 import sys
 
 from healreq import api
@@ -45,7 +44,7 @@ def add_parser(subparsers):
                     'and every change is recorded in the audit store '
                     'first (see "nova-heal audit").',
         epilog=common.EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=common.HelpFormatter)
     parser.add_argument('--dry-run', action='store_true',
                         help='Report what would be healed; write nothing.')
     target = parser.add_mutually_exclusive_group()

@@ -74,7 +74,7 @@ class RunRecordTest(audit_case.AuditTestCase):
         self.assertEqual('heal', run['mode'])
         self.assertEqual(getpass.getuser(), run['operator'])
         self.assertEqual(socket.gethostname(), run['host'])
-        self.assertEqual(version.version_info.version_string(),
+        self.assertEqual(version.version_info.release_string(),
                          run['tool_version'])
         self.assertEqual(HEAL_FILTERS, {key: run['filters'].get(key)
                                         for key in HEAL_FILTERS})
@@ -140,7 +140,7 @@ class RunRecordTest(audit_case.AuditTestCase):
         lines = result.stdout.splitlines()
         self.assertEqual('Run %s (heal) by %s@%s, healreq %s' % (
             run_id, getpass.getuser(), socket.gethostname(),
-            version.version_info.version_string()), lines[0])
+            version.version_info.release_string()), lines[0])
         self.assertIn('  command: nova-heal --config-file %s request-specs '
                       '--format json --instance %s'
                       % (self.config_file, self.drifted[0]), lines)

@@ -1,0 +1,138 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""The command-line reference, generated from nova-heal's own parser.
+
+The documentation (CLI reference and the ``nova-heal(1)`` man page) renders
+these reStructuredText lines, so that every command and option documented
+is one the parser accepts, with the help text it prints.
+"""
+
+import argparse
+
+from healreq.cmd import entry_point
+
+# Usage lines are wrapped to this width in the generated text.
+_WIDTH = 72
+
+
+def build_parser():
+    """nova-heal's argparse parser (see ``entry_point.build_parser``)."""
+    return entry_point.build_parser()
+
+
+def subcommands(parser):
+    """``(name, parser)`` of each subcommand of ``parser``, in order."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+def walk(parser, path=()):
+    """``(command words, parser)`` of ``parser`` and every nested command."""
+    yield path, parser
+    for name, child in subcommands(parser):
+        yield from walk(child, path + (name,))
+
+
+def documented_actions(parser):
+    """The arguments and options of ``parser`` itself (no ``--help``)."""
+    return [action for action in parser._actions
+            if not isinstance(action, (argparse._HelpAction,
+                                       argparse._SubParsersAction))]
+
+
+def _formatter(parser):
+    return argparse.HelpFormatter(parser.prog, width=_WIDTH)
+
+
+def usage(parser):
+    """The usage line(s) of ``parser``, wrapped to a fixed width."""
+    formatter = _formatter(parser)
+    formatter.add_usage(parser.usage, parser._actions,
+                        parser._mutually_exclusive_groups, prefix='')
+    return formatter.format_help().strip()
+
+
+def help_text(parser, action):
+    """The help text of ``action`` as ``--help`` prints it (expanded)."""
+    if not action.help:
+        return ''
+    return ' '.join(_formatter(parser)._expand_help(action).split())
+
+
+def _term(parser, action):
+    formatter = _formatter(parser)
+    if not action.option_strings:
+        return formatter._metavar_formatter(action, action.dest)(1)[0]
+    return formatter._format_action_invocation(action)
+
+
+def _escape(text):
+    return text.replace('\\', '\\\\').replace('*', '\\*').replace(
+        '`', '\\`').replace('|', '\\|').replace('_ ', '\\_ ')
+
+
+def _literal(text):
+    return ['::', ''] + ['   ' + line for line in text.splitlines()] + ['']
+
+
+def _options(parser):
+    lines = ['.. program:: %s' % parser.prog, '']
+    for action in documented_actions(parser):
+        lines.append('.. option:: %s' % _term(parser, action))
+        lines.append('')
+        lines.append('   %s' % (_escape(help_text(parser, action))
+                                or 'Undocumented.'))
+        lines.append('')
+    return lines
+
+
+def _section(title, level):
+    return [title, level * len(title), '']
+
+
+def parser_lines(parser, title=None, level='~'):
+    """reStructuredText for one command: usage, description, options."""
+    lines = _section(title, level) if title else []
+    lines += _literal(usage(parser))
+    if parser.description:
+        lines += [_escape(' '.join(parser.description.split())), '']
+    lines += _options(parser)
+    if parser.epilog:
+        lines += _literal(parser.epilog)
+    return lines
+
+
+def synopsis_lines(parser):
+    """One usage block per command, as the man page's synopsis."""
+    lines = []
+    for path, command in walk(parser):
+        if path and not list(subcommands(command)):
+            lines += _literal(usage(command))
+    return lines
+
+
+def commands_lines(parser, level='~'):
+    """A section per (nested) command with its usage and every option."""
+    lines = []
+    for path, command in walk(parser):
+        if path and not list(subcommands(command)):
+            lines += parser_lines(command, 'nova-heal %s' % ' '.join(path),
+                                  level)
+    return lines
+
+
+def global_options_lines(parser):
+    """The global options (given before the command)."""
+    return _options(parser)
