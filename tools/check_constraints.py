@@ -174,9 +174,9 @@ def main(argv):
     for _, line in results:
         print(line)
     passed = sum(1 for ok, _ in results if ok)
-    print('constraints: %d passed, %d failed' % (passed,
-                                                  len(results) - passed))
-    return 0 if passed == len(results) else 1
+    failed = len(results) - passed
+    print('constraints: %d passed, %d failed' % (passed, failed))
+    return 1 if failed else 0
 
 
 if __name__ == '__main__':
