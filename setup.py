@@ -13,4 +13,4 @@
 
 import setuptools
 
-setuptools.setup(setup_requires=['pbr>=6.1.1'], pbr=True)
+setuptools.setup(setup_requires=['pbr>=5.10.0'], pbr=True)

@@ -28,9 +28,11 @@ sets of integers.
 import collections.abc
 import datetime
 import json
+import re
 
 from oslo_utils import strutils
 from oslo_utils import versionutils
+from packaging import version as packaging_version
 
 from healreq.objects import notation
 from healreq.objects import primitive
@@ -330,11 +332,31 @@ def _as_enum(name, kind, value):
     return value
 
 
+# oslo.utils VersionPredicate's grammar, for oslo.utils releases before 7.4
+# (Zed's 6.0.2 included), which lack it.
+_PREDICATE_PART = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s]+)\s*$')
+
+
+def _check_version_predicate(value):
+    predicate = getattr(versionutils, 'VersionPredicate', None)
+    if predicate is not None:
+        predicate(value)
+        return
+    for part in value.split(','):
+        match = _PREDICATE_PART.match(part)
+        if not match:
+            raise ValueError('bad package restriction syntax: %s' % part)
+        try:
+            packaging_version.Version(match.group(2))
+        except packaging_version.InvalidVersion as exc:
+            raise ValueError(str(exc))
+
+
 def _as_version_predicate(name, value):
     if not isinstance(value, str):
         raise _refuse(name, value, 'not a string')
     try:
-        versionutils.VersionPredicate(value)
+        _check_version_predicate(value)
     except ValueError as exc:
         raise _refuse(name, value, 'not a version predicate (%s)' % exc)
     return value
