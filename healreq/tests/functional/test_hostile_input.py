@@ -25,6 +25,7 @@ from healreq.db import tables
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests import cli
+from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
 from healreq.tests.functional import fixtures
 
@@ -111,16 +112,8 @@ class NumberValidationTest(fixtures.DeploymentTestCase):
         self.assertNotEqual(before, self.deployment.spec_text(uuid))
 
 
-class PasswordLeakTest(fixtures.DeploymentTestCase):
+class PasswordLeakTest(audit_case.AuditTestCase):
     """No part of a password appears in any output or stored byte."""
-
-    def state_bytes(self):
-        data = b''
-        for directory, _, names in os.walk(self.state_path):
-            for name in names:
-                with open(os.path.join(directory, name), 'rb') as handle:
-                    data += handle.read()
-        return data
 
     def assert_no_secret(self, secret_parts, *texts):
         for part in secret_parts:
@@ -143,7 +136,7 @@ class PasswordLeakTest(fixtures.DeploymentTestCase):
                                   result.stdout, result.stderr)
 
 
-class BracedPasswordCellTest(fixtures.DeploymentTestCase):
+class BracedPasswordCellTest(audit_case.AuditTestCase):
     """A plain cell URL whose password holds braces works, as in Nova.
 
     Only MySQL URLs carry a password, so this runs on MySQL alone.
@@ -199,10 +192,7 @@ class BracedPasswordCellTest(fixtures.DeploymentTestCase):
     def assert_no_secret(self, texts):
         for text in texts:
             self.assertNotIn('LeakPart', text)
-        for directory, _, names in os.walk(self.state_path):
-            for name in names:
-                with open(os.path.join(directory, name), 'rb') as handle:
-                    self.assertNotIn(b'LeakPart', handle.read())
+        self.assertNotIn(b'LeakPart', self.state_bytes())
 
 
 class OutputFileTest(fixtures.DeploymentTestCase):
