@@ -44,6 +44,7 @@ import sqlalchemy as sa
 
 from healreq.db import tables
 from healreq.objects import image as image_obj
+from healreq.objects import image_primitive
 from healreq.objects import numa
 from healreq.testing import deployment as dep
 
@@ -158,7 +159,7 @@ LONG_AGO = datetime.datetime(2024, 1, 10, 11, 26, 50)
 
 def _props(raw):
     """ImageMetaProps data as Nova serialises it for raw Glance values."""
-    return image_obj.props_to_primitive(
+    return image_primitive.props_to_primitive(
         image_obj.props_from_strings(raw), DEFAULT_PROPS_VERSION)[DATA]
 
 

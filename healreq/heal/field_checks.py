@@ -27,6 +27,7 @@ import functools
 from healreq.heal.findings import FieldChange
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
+from healreq.objects import image_primitive
 from healreq.objects import numa as numa_obj
 from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
@@ -227,8 +228,8 @@ def check_image(spec, inputs, profile):
     derived = inputs.image()
     stored_primitive = spec.data.get('image')
     stored = (None if stored_primitive is None else
-              image_obj.image_from_primitive(stored_primitive,
-                                             'spec image'))
+              image_primitive.image_from_primitive(stored_primitive,
+                                                   'spec image'))
     if stored is not None and stored.get('id') == derived.get('id'):
         # Same image: keep what only Glance knew (name, checksum, size...),
         # replace what the instance records say.
@@ -275,11 +276,11 @@ def _image_primitive(image, stored_primitive, profile):
         if image_version is None or props_version is None:
             continue
         try:
-            healed = image_obj.image_to_primitive(image, image_version,
-                                                  props_version)
+            healed = image_primitive.image_to_primitive(image, image_version,
+                                                        props_version)
         except image_obj.ImageMetaError:
             continue
-        written = image_obj.image_from_primitive(healed, 'healed image')
+        written = image_primitive.image_from_primitive(healed, 'healed image')
         if not image_obj.differing_fields(written, image):
             return healed, written
         best = best or (healed, written)

@@ -18,7 +18,8 @@ Nova rebuilds a RequestSpec's image with ``ImageMeta.from_instance``: the
 ``min_disk``, ``disk_format``, ``container_format``) or image properties,
 which ``ImageMetaProps.from_dict`` maps from legacy names, coerces by
 field type and validates. This module reproduces that for Nova 34.0.0
-(ImageMeta 1.8, ImageMetaProps 1.44) and reads and writes the primitives.
+(ImageMeta 1.8, ImageMetaProps 1.44); healreq.objects.image_primitive
+reads and writes the stored primitives.
 
 Values are held as Nova holds them: booleans, integers, canonical enum
 strings, lists of strings or integers, and ``hw_numa_cpus`` as a list of
@@ -225,14 +226,14 @@ PROPS_FIELDS = dict([
 
 # Nova's backport never removes the 1.12 signature fields, so they stay in
 # primitives for targets below 1.12 too.
-_KEPT_BELOW_ADDED = frozenset(['img_signature', 'img_signature_hash_method',
-                               'img_signature_certificate_uuid',
-                               'img_signature_key_type'])
+KEPT_BELOW_ADDED = frozenset([
+    'img_signature', 'img_signature_hash_method',
+    'img_signature_certificate_uuid', 'img_signature_key_type'])
 
 # (field, value, first version that accepts it): backporting a primitive
 # holding the value to an older target fails. Nova checks these before it
 # drops fields, so a value of a dropped field can still refuse.
-_TOO_NEW_VALUES = (
+TOO_NEW_VALUES = (
     ('hw_mem_encryption_model', 'intel-tdx', (1, 44)),
     ('hw_mem_encryption_model', 'amd-sev-snp', (1, 43)),
     ('hw_vif_model', 'igb', (1, 39)),
@@ -517,168 +518,6 @@ def image_from_system_metadata(sysmeta, image_ref):
             image[key] = _as_string(key, inherited[key])
     image['properties'] = props_from_strings(properties)
     return image
-
-
-def _read_int(value, what):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PrimitiveError('%s is not an integer: %s'
-                             % (what, primitive.short(value)))
-    return value
-
-
-def _read_str(value, what):
-    if not isinstance(value, str):
-        raise PrimitiveError('%s is not a string: %s'
-                             % (what, primitive.short(value)))
-    return value
-
-
-def _read_list(value, what):
-    if not isinstance(value, list):
-        raise PrimitiveError('%s is not a list: %s'
-                             % (what, primitive.short(value)))
-    return value
-
-
-def _read_value(kind, value, what):
-    if value is None:
-        raise PrimitiveError('%s is null' % what)
-    if kind == BOOLEAN:
-        if not isinstance(value, bool):
-            raise PrimitiveError('%s is not a boolean: %s'
-                                 % (what, primitive.short(value)))
-        return value
-    if kind == INTEGER:
-        return _read_int(value, what)
-    if kind == STRING_LIST:
-        return [_read_str(v, what) for v in _read_list(value, what)]
-    if kind == INTEGER_LIST:
-        return [_read_int(v, what) for v in _read_list(value, what)]
-    if kind == INTEGER_SET_LIST:
-        return [set(_read_int(v, what) for v in _read_list(cell, what))
-                for cell in _read_list(value, what)]
-    if kind == DICT_LIST:
-        result = []
-        for item in _read_list(value, what):
-            if not isinstance(item, dict) or not all(
-                    isinstance(k, str) and (v is None or isinstance(v, str))
-                    for k, v in item.items()):
-                raise PrimitiveError('%s is not a list of dicts of strings'
-                                     % what)
-            result.append(dict(item))
-        return result
-    # Strings, UUIDs, predicates and enums are kept as stored: a value
-    # that is no longer valid simply differs from the derived one.
-    return _read_str(value, what)
-
-
-def props_from_primitive(document, what):
-    """Parse a stored ImageMetaProps primitive into the coerced form.
-
-    Returns ``field -> value`` for the known fields it sets (unknown keys
-    are ignored, as Nova's loader ignores them). Raises PrimitiveError for
-    a malformed primitive or a value Nova never writes for the field.
-    """
-    data = primitive.unwrap(document, PROPS_NAME, what)
-    props = {}
-    for name, (kind, _added) in PROPS_FIELDS.items():
-        if name in data:
-            props[name] = _read_value(kind, data[name],
-                                      '%s.%s' % (what, name))
-    return props
-
-
-def image_from_primitive(document, what):
-    """Parse a stored ImageMeta primitive: its set fields, coerced.
-
-    ``properties`` is parsed by props_from_primitive; timestamps stay the
-    strings (or None) stored. Raises PrimitiveError for malformed input.
-    """
-    data = primitive.unwrap(document, IMAGE_NAME, what)
-    image = {}
-    for name, kind in IMAGE_FIELDS.items():
-        if name not in data:
-            continue
-        value = data[name]
-        field_what = '%s.%s' % (what, name)
-        if name == 'properties':
-            image[name] = props_from_primitive(value, field_what)
-        elif kind == 'datetime':
-            image[name] = (None if value is None
-                           else _read_str(value, field_what))
-        else:
-            image[name] = _read_value(kind, value, field_what)
-    return image
-
-
-def _serialise(kind, value):
-    if kind == INTEGER_SET_LIST:
-        # Nova writes each set in iteration order; sorted is equivalent.
-        return [sorted(cell) for cell in value]
-    if kind in (STRING_LIST, INTEGER_LIST):
-        return list(value)
-    if kind == DICT_LIST:
-        return [dict(item) for item in value]
-    return value
-
-
-def _target_version(name, version):
-    try:
-        return primitive.target_version(name, version)
-    except PrimitiveError as exc:
-        raise ImageMetaError(str(exc))
-
-
-def props_to_primitive(props, version):
-    """ImageMetaProps primitive of ``props`` at object version ``version``.
-
-    Drops the fields ``version`` lacks, and ``hw_watchdog_action=disabled``
-    below 1.16, the way Nova's obj_make_compatible does; raises
-    ImageMetaError for values it refuses to backport (e.g. ``mixed``
-    hw_cpu_policy below 1.26). No change list is written.
-    """
-    target = _target_version(PROPS_NAME, version)
-    unknown = sorted(set(props) - set(PROPS_FIELDS))
-    if unknown:
-        raise ImageMetaError('not ImageMetaProps fields: %s'
-                             % ', '.join(unknown))
-    data = {}
-    for name, (kind, _added) in PROPS_FIELDS.items():
-        if name in props:
-            data[name] = _serialise(kind, props[name])
-    if target != primitive.NEWEST[PROPS_NAME]:
-        for name, value, since in _TOO_NEW_VALUES:
-            if target < since and data.get(name) == value:
-                raise ImageMetaError(
-                    '%s=%s cannot be written as %s %s (needs %d.%d)'
-                    % (name, value, PROPS_NAME, version, since[0], since[1]))
-        for name, (_kind, added) in PROPS_FIELDS.items():
-            if target < added and name not in _KEPT_BELOW_ADDED:
-                data.pop(name, None)
-        if (target < (1, 16)
-                and data.get('hw_watchdog_action') == 'disabled'):
-            del data['hw_watchdog_action']
-    return primitive.wrap(PROPS_NAME, version, data)
-
-
-def image_to_primitive(image, image_version, props_version):
-    """ImageMeta primitive of the fields in ``image``.
-
-    ``properties`` is written by props_to_primitive at ``props_version``.
-    """
-    _target_version(IMAGE_NAME, image_version)
-    unknown = sorted(set(image) - set(IMAGE_FIELDS))
-    if unknown:
-        raise ImageMetaError('not ImageMeta fields: %s' % ', '.join(unknown))
-    data = {}
-    for name, kind in IMAGE_FIELDS.items():
-        if name not in image:
-            continue
-        if name == 'properties':
-            data[name] = props_to_primitive(image[name], props_version)
-        else:
-            data[name] = _serialise(kind, image[name])
-    return primitive.wrap(IMAGE_NAME, image_version, data)
 
 
 def truncate_utf8(value, length=SM_VALUE_BYTES):

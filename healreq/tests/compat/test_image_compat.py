@@ -30,6 +30,7 @@ import warnings
 
 
 from healreq.objects import image
+from healreq.objects import image_primitive
 from healreq.objects import notation
 from healreq.objects import primitive
 from healreq.tests.compat import base
@@ -501,7 +502,8 @@ class ImageCompatTest(base.NovaTestCase):
                 nova_props = nova_objects.ImageMetaProps(**props)
                 for version in _versions():
                     cases += 1
-                    mine = _outcome(image.props_to_primitive, props, version)
+                    mine = _outcome(
+                        image_primitive.props_to_primitive, props, version)
                     novas = _outcome(nova_props.obj_to_primitive, version)
                     if not _agree(mine, novas, _props_data):
                         disagreements.append('%s=%r @%s: ours %r, nova %r' % (
@@ -546,7 +548,8 @@ class ImageCompatTest(base.NovaTestCase):
             nova_props = theirs[1].properties
             for version in _versions(15):
                 cases += 1
-                mine = _outcome(image.props_to_primitive, props, version)
+                mine = _outcome(
+                    image_primitive.props_to_primitive, props, version)
                 novas = _outcome(nova_props.obj_to_primitive, version)
                 if not _agree(mine, novas, _props_data) or (
                         mine[0] == 'ok'
@@ -565,7 +568,7 @@ class ImageCompatTest(base.NovaTestCase):
                         _nova_props(loaded[1])) != _typed(kept):
                     disagreements.append('%r @%s: nova loaded %r, wrote %r'
                                          % (sysmeta, version, loaded, kept))
-                reread = image.props_from_primitive(written, 'props')
+                reread = image_primitive.props_from_primitive(written, 'props')
                 if _typed(reread) != _typed(kept):
                     disagreements.append('%r @%s: re-read %r, wrote %r'
                                          % (sysmeta, version, reread, kept))
@@ -619,7 +622,7 @@ class ImageCompatTest(base.NovaTestCase):
             if theirs[0] != 'ok':
                 continue
             cases += 1
-            stored = image.image_from_primitive(
+            stored = image_primitive.image_from_primitive(
                 _json(spec[1].obj_to_primitive()), 'spec.image')
             derived = image.image_from_system_metadata(sysmeta, image_ref)
             names = image.differing_fields(stored, derived)
@@ -638,11 +641,13 @@ class ImageCompatTest(base.NovaTestCase):
                 continue
             cases += 1
             stored = _json(theirs[1].obj_to_primitive())
-            parsed = _outcome(image.image_from_primitive, stored, 'image')
+            parsed = _outcome(
+                image_primitive.image_from_primitive, stored, 'image')
             if parsed[0] != 'ok' or _typed(parsed[1]) != _typed(ours[1]):
                 disagreements.append('%r: parsed Nova primitive %r, derived '
                                      '%r' % (sysmeta, parsed, ours[1]))
-            mine = _json(image.image_to_primitive(ours[1], '1.8', '1.44'))
+            mine = _json(image_primitive.image_to_primitive(
+                ours[1], '1.8', '1.44'))
             expected = _strip_changes(stored)
             if 'hw_numa_cpus' in ours[1]['properties']:
                 for document in (mine, expected):

@@ -21,6 +21,7 @@ from healreq.heal import decisions
 from healreq.heal import findings
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
+from healreq.objects import image_primitive
 from healreq.objects import numa as numa_obj
 from healreq.objects import numa_primitive
 from healreq.objects import pci as pci_obj
@@ -217,11 +218,11 @@ def _object_parsers(category, obj):
         return [
             ('flavor.parse', lambda: flavor_obj.parse(
                 _dig(data, 'flavor'), 'spec flavor'), (PrimitiveError,)),
-            ('image.image_from_primitive', lambda: (
-                image_obj.image_from_primitive(image, 'spec image')),
+            ('image_primitive.image_from_primitive', lambda: (
+                image_primitive.image_from_primitive(image, 'spec image')),
              _IMAGE_ERRORS),
-            ('image.props_from_primitive', lambda: (
-                image_obj.props_from_primitive(
+            ('image_primitive.props_from_primitive', lambda: (
+                image_primitive.props_from_primitive(
                     _dig(image, primitive.DATA, 'properties'),
                     'spec image properties')), _IMAGE_ERRORS),
             ('numa.from_primitive', lambda: numa_primitive.from_primitive(

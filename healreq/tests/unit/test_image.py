@@ -18,6 +18,7 @@ import json
 import testtools
 
 from healreq.objects import image
+from healreq.objects import image_primitive
 from healreq.objects import numa
 from healreq.objects import numa_constraints
 from healreq.objects import primitive
@@ -390,7 +391,7 @@ class ToPrimitiveTest(testtools.TestCase):
     def test_latest_version_keeps_everything(self):
         props = {'hw_numa_cpus': [{3, 1}, {2}], 'hw_cpu_policy': 'mixed',
                  'traits_required': ['A'], 'hw_qemu_guest_agent': True}
-        document = image.props_to_primitive(props, '1.44')
+        document = image_primitive.props_to_primitive(props, '1.44')
         self.assertEqual(
             {'nova_object.name': 'ImageMetaProps',
              'nova_object.namespace': 'nova', 'nova_object.version': '1.44',
@@ -410,25 +411,25 @@ class ToPrimitiveTest(testtools.TestCase):
                  'hw_sound_model': 'ich9'}
         self.assertEqual({'hw_disk_bus': 'virtio', 'hw_pmu': True,
                           'traits_required': ['A']},
-                         image.props_to_primitive(props, '1.39')[
+                         image_primitive.props_to_primitive(props, '1.39')[
                              primitive.DATA])
         self.assertEqual({'hw_disk_bus': 'virtio'},
-                         image.props_to_primitive(props, '1.19')[
+                         image_primitive.props_to_primitive(props, '1.19')[
                              primitive.DATA])
 
     def test_signature_fields_are_kept_below_1_12(self):
         props = {'img_signature': 'c2ln', 'os_secure_boot': 'required'}
         self.assertEqual({'img_signature': 'c2ln'},
-                         image.props_to_primitive(props, '1.11')[
+                         image_primitive.props_to_primitive(props, '1.11')[
                              primitive.DATA])
 
     def test_disabled_watchdog_is_dropped_below_1_16(self):
         for action, expected in (('disabled', {}),
                                  ('reset', {'hw_watchdog_action': 'reset'})):
-            self.assertEqual(expected, image.props_to_primitive(
+            self.assertEqual(expected, image_primitive.props_to_primitive(
                 {'hw_watchdog_action': action}, '1.15')[primitive.DATA])
         self.assertEqual({'hw_watchdog_action': 'disabled'},
-                         image.props_to_primitive(
+                         image_primitive.props_to_primitive(
                              {'hw_watchdog_action': 'disabled'}, '1.16')[
                                  primitive.DATA])
 
@@ -443,27 +444,30 @@ class ToPrimitiveTest(testtools.TestCase):
                 ('hw_mem_encryption_model', 'amd-sev-snp', 43),
                 ('hw_disk_bus', 'uml', 6)):
             props = {field: value}
-            image.props_to_primitive(props, '1.%d' % first)
-            self.assertRaises(image.ImageMetaError, image.props_to_primitive,
-                              props, '1.%d' % (first - 1))
+            image_primitive.props_to_primitive(props, '1.%d' % first)
+            self.assertRaises(image.ImageMetaError,
+                              image_primitive.props_to_primitive, props,
+                              '1.%d' % (first - 1))
         # Checked before the field itself is dropped, as Nova does.
-        self.assertRaises(image.ImageMetaError, image.props_to_primitive,
+        self.assertRaises(image.ImageMetaError,
+                          image_primitive.props_to_primitive,
                           {'hw_pci_numa_affinity_policy': 'socket'}, '1.20')
-        self.assertEqual({}, image.props_to_primitive(
+        self.assertEqual({}, image_primitive.props_to_primitive(
             {'hw_pci_numa_affinity_policy': 'preferred'}, '1.20')[
                 primitive.DATA])
 
     def test_unknown_versions_and_fields_raise(self):
         for version in ('1.45', '2.0', '1', 'x'):
-            self.assertRaises(image.ImageMetaError, image.props_to_primitive,
-                              {}, version)
-        self.assertRaises(image.ImageMetaError, image.props_to_primitive,
+            self.assertRaises(image.ImageMetaError,
+                              image_primitive.props_to_primitive, {}, version)
+        self.assertRaises(image.ImageMetaError,
+                          image_primitive.props_to_primitive,
                           {'hw_bogus': 1}, '1.44')
 
     def test_image_primitive_round_trip(self):
         stored = json.loads(json.dumps(_stored_image()))
-        parsed = image.image_from_primitive(stored, 'spec.image')
-        written = image.image_to_primitive(parsed, '1.8', '1.44')
+        parsed = image_primitive.image_from_primitive(stored, 'spec.image')
+        written = image_primitive.image_to_primitive(parsed, '1.8', '1.44')
         self.assertEqual(
             json.loads(json.dumps(written)),
             {k: v for k, v in stored.items() if k != primitive.CHANGES}
@@ -475,7 +479,7 @@ class ToPrimitiveTest(testtools.TestCase):
     def test_image_properties_written_at_the_props_version(self):
         derived = image.image_from_system_metadata(
             {'image_hw_time_hpet': 'yes', 'image_hw_pmu': 'no'}, REF)
-        written = image.image_to_primitive(derived, '1.8', '1.21')
+        written = image_primitive.image_to_primitive(derived, '1.8', '1.21')
         self.assertEqual({'hw_time_hpet': True},
                          written[primitive.DATA]['properties'][
                              primitive.DATA])
@@ -486,7 +490,8 @@ class ToPrimitiveTest(testtools.TestCase):
 class FromPrimitiveTest(testtools.TestCase):
 
     def test_stored_example(self):
-        parsed = image.image_from_primitive(_stored_image(), 'spec.image')
+        parsed = image_primitive.image_from_primitive(
+            _stored_image(), 'spec.image')
         self.assertEqual('ubuntu-24.04-server', parsed['name'])
         self.assertEqual('2025-09-01T10:00:00Z', parsed['created_at'])
         self.assertEqual(['CUSTOM_SSD'],
@@ -498,17 +503,19 @@ class FromPrimitiveTest(testtools.TestCase):
                  'img_mappings': [{'virtual': 'root', 'device': None}],
                  'hw_cpu_cores': 2, 'os_type': 'linux'}
         document = json.loads(json.dumps(
-            image.props_to_primitive(props, '1.44')))
-        self.assertEqual(props, image.props_from_primitive(document, 'p'))
+            image_primitive.props_to_primitive(props, '1.44')))
+        self.assertEqual(
+            props, image_primitive.props_from_primitive(document, 'p'))
 
     def test_unknown_keys_ignored_and_invalid_enum_kept(self):
-        document = image.props_to_primitive({'hw_disk_bus': 'ide'}, '1.44')
+        document = image_primitive.props_to_primitive(
+            {'hw_disk_bus': 'ide'}, '1.44')
         document[primitive.DATA].update(hw_future='x', hw_video_model='vga2')
         self.assertEqual({'hw_disk_bus': 'ide', 'hw_video_model': 'vga2'},
-                         image.props_from_primitive(document, 'p'))
+                         image_primitive.props_from_primitive(document, 'p'))
 
     def test_malformed_props(self):
-        good = image.props_to_primitive({}, '1.44')
+        good = image_primitive.props_to_primitive({}, '1.44')
         for change in ({'hw_cpu_cores': '2'}, {'hw_cpu_cores': True},
                        {'hw_pmu': 'yes'}, {'hw_disk_bus': None},
                        {'hw_numa_cpus': [[0, 'x']]}, {'hw_numa_cpus': [1]},
@@ -517,27 +524,29 @@ class FromPrimitiveTest(testtools.TestCase):
             document = copy.deepcopy(good)
             document[primitive.DATA].update(change)
             self.assertRaises(primitive.PrimitiveError,
-                              image.props_from_primitive, document, 'p')
+                              image_primitive.props_from_primitive,
+                              document, 'p')
         for envelope in ({primitive.NAME: 'ImageMeta'},
                          {primitive.VERSION: '1.45'},
                          {primitive.VERSION: '2.0'},
                          {primitive.DATA: None}):
             document = dict(good, **envelope)
             self.assertRaises(primitive.PrimitiveError,
-                              image.props_from_primitive, document, 'p')
+                              image_primitive.props_from_primitive,
+                              document, 'p')
 
     def test_hostile_documents_raise_primitive_errors(self):
         deep = []
         for _ in range(5000):
             deep = [deep]
-        good = image.props_to_primitive({}, '1.44')
+        good = image_primitive.props_to_primitive({}, '1.44')
         for document in (dict(good, **{primitive.VERSION: '1.' + '9' * 5000}),
                          dict(good, **{primitive.VERSION: deep}),
                          dict(good, **{primitive.DATA: {
                              'hw_vif_model': deep}})):
             exc = self.assertRaises(primitive.PrimitiveError,
-                                    image.props_from_primitive, document,
-                                    'p')
+                                    image_primitive.props_from_primitive,
+                                    document, 'p')
             self.assertLess(len(str(exc)), 200)
 
     def test_errors_show_values_briefly(self):
@@ -552,18 +561,21 @@ class FromPrimitiveTest(testtools.TestCase):
             document = _stored_image()
             document[primitive.DATA].update(change)
             self.assertRaises(primitive.PrimitiveError,
-                              image.image_from_primitive, document, 'i')
+                              image_primitive.image_from_primitive,
+                              document, 'i')
         document = _stored_image()
         document[primitive.VERSION] = '1.9'
         self.assertRaises(primitive.PrimitiveError,
-                          image.image_from_primitive, document, 'i')
+                          image_primitive.image_from_primitive,
+                          document, 'i')
 
 
 class CompareTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.stored = image.image_from_primitive(_stored_image(), 'image')
+        self.stored = image_primitive.image_from_primitive(
+            _stored_image(), 'image')
         self.derived = image.image_from_system_metadata(_sysmeta(), REF)
 
     def test_example_agrees(self):
