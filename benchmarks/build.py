@@ -45,7 +45,8 @@ import sqlalchemy as sa
 from healreq.db import tables
 from healreq.objects import image as image_obj
 from healreq.objects import image_primitive
-from healreq.objects import numa
+from healreq.objects import numa_constraints
+from healreq.objects import numa_primitive
 from healreq.testing import deployment as dep
 
 # Bump when the shape of the rows changes: older builds are rebuilt.
@@ -175,10 +176,10 @@ def _spec_image(image, volume=False):
 
 def _numa_request(flavor, image):
     data = flavor[DATA]
-    topology = numa.constraints(
+    topology = numa_constraints.constraints(
         data['vcpus'], data['memory_mb'], data['extra_specs'],
         image_obj.props_from_strings(image['raw']))
-    return None if topology is None else numa.to_primitive(
+    return None if topology is None else numa_primitive.to_primitive(
         topology, '1.3', '1.6')
 
 
