@@ -58,6 +58,20 @@ def describe_db_error(exc):
     return first_line(getattr(exc, 'orig', None) or exc)
 
 
+# MySQL errors of a missing privilege: table or column access denied
+# (1142, 1143), database access denied (1044).
+_PRIVILEGE_ERRORS = (1044, 1142, 1143)
+
+
+def is_privilege_error(exc):
+    """Whether database error ``exc`` says the account may not do it."""
+    original = getattr(exc, 'orig', None) or exc
+    args = getattr(original, 'args', ())
+    if args and args[0] in _PRIVILEGE_ERRORS:
+        return True
+    return 'readonly database' in str(original)
+
+
 class HealreqError(Exception):
     """An error that ends the command.
 

@@ -124,6 +124,25 @@ def swap_request_spec(conn, spec_id, instance_uuid, expected, new, now):
     return conn.execute(statement).rowcount == 1
 
 
+def get_spec_text(conn, spec_id):
+    """The spec text of request_specs row ``spec_id`` (None if gone)."""
+    t = tables.request_specs
+    return _text(conn.execute(sa.select(t.c.spec).where(
+        t.c.id == spec_id)).scalar())
+
+
+def try_spec_update(conn):
+    """Run an UPDATE of request_specs that matches no row.
+
+    Raises the database's error if the account may not update the table
+    (MySQL checks the privilege before it looks for rows; a read-only
+    SQLite database refuses any write). The caller rolls back.
+    """
+    t = tables.request_specs
+    conn.execute(t.update().where(sa.false()).values(
+        updated_at=t.c.updated_at))
+
+
 def get_newest_specs(conn, limit):
     """The spec texts of the ``limit`` most recently created rows."""
     t = tables.request_specs

@@ -100,6 +100,8 @@ def _parsed(spec_row):
         spec.flavor_key()
     except primitive.PrimitiveError as exc:
         return None, str(exc)
+    except RecursionError:
+        return None, 'the document is nested too deeply to be read'
     return spec, None
 
 

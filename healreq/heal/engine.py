@@ -32,6 +32,7 @@ from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq.db import engines
+from healreq.db import urls
 from healreq import exception
 from healreq.heal import decisions
 from healreq.heal.findings import CellReport
@@ -157,6 +158,7 @@ class Engine(object):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
         self.profile = records.learn_versions(self.api_engine)
+        self.writer.check_writable()
         self._started = self._monotonic()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
@@ -254,9 +256,8 @@ class Engine(object):
                                           self.options.instance_uuid,
                                           checked)
             if not found:
-                raise exception.InvalidInput(
-                    'instance %s is mapped to cell %s but is not in its '
-                    'database' % (self.options.instance_uuid, cell['uuid']))
+                self._process_elsewhere(cell, sink, log)
+                return
             self._process_batch(cell, engine, found, report, sink, log)
             return
         total = None
@@ -279,6 +280,45 @@ class Engine(object):
                         sink.more_remain = cell_queries.has_instances_after(
                             conn, batch[-1].instance['id'])
                     return
+
+    def _process_elsewhere(self, mapped_cell, sink, log):
+        """Process --instance in the cell that holds it, not the mapped one.
+
+        A full run reports such an instance where its row is, as an error
+        (``instance-mapped-elsewhere``); so does --instance. Cells that
+        cannot be read are passed over. InvalidInput if no cell holds it.
+        """
+        uuid = self.options.instance_uuid
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.api_engine.connect() as conn:
+                cells = api_queries.get_cells(conn)
+        for cell in cells:
+            if cell['uuid'] in (mapped_cell['uuid'],
+                                api_queries.CELL0_UUID):
+                continue
+            try:
+                engine = records.connect_cell(cell, self.reference_url,
+                                              self._connect)
+            except exception.CellDatabaseError:
+                continue
+            try:
+                try:
+                    found = records.read_instance(
+                        self.api_engine, engine, uuid,
+                        self.options.settings.checked_fields)
+                except exception.DB_ERRORS:
+                    continue
+                if found:
+                    report = CellReport(uuid=cell['uuid'], name=cell['name'])
+                    sink.cells.append(report)
+                    self._process_batch(cell, engine, found, report, sink,
+                                        log)
+                    return
+            finally:
+                engine.dispose()
+        raise exception.InvalidInput(
+            'instance %s is mapped to cell %s but is not in its database'
+            % (uuid, mapped_cell['uuid']))
 
     def _pages(self, engine):
         """Yield the records of each page of live instances, by id."""
@@ -331,10 +371,7 @@ class Engine(object):
         Findings go to ``sink`` (a RunReport) and ``log`` (_FindingsLog).
         """
         now = self._clock()
-        evaluations = [decisions.evaluate(record, cell, now,
-                                          self.options.settings,
-                                          self.profile)
-                       for record in batch]
+        evaluations = [self._evaluate(record, cell, now) for record in batch]
         # Instances about to be written are read again, all at once, right
         # before their writes: a decision is only acted upon if it still
         # holds for the records as they are now. A dry run does the same,
@@ -351,7 +388,7 @@ class Engine(object):
                 processed = position
                 break
             finding = evaluation.finding
-            if finding.status is Status.DRIFTED and not self._heal(
+            if finding.status is Status.DRIFTED and not self._heal_alone(
                     cell, record, fresh[record.instance['uuid']],
                     evaluation, sink):
                 processed = position
@@ -368,7 +405,32 @@ class Engine(object):
         log.add(listed)
         return processed
 
+    def _evaluate(self, record, cell, now):
+        """``decisions.evaluate``; an unexpected failure is an error."""
+        try:
+            return decisions.evaluate(record, cell, now,
+                                      self.options.settings, self.profile)
+        except Exception as exc:
+            return decisions.Evaluation(_failed(
+                Finding(instance_uuid=record.instance['uuid'],
+                        cell_uuid=cell['uuid'], status=Status.ERROR),
+                exc))
+
     # -- writing -----------------------------------------------------------
+
+    def _heal_alone(self, cell, record, fresh, evaluation, sink):
+        """``_heal``; an unexpected failure fails this instance only.
+
+        Errors that end the run (the API database or the audit store
+        failing) are raised as they are.
+        """
+        try:
+            return self._heal(cell, record, fresh, evaluation, sink)
+        except exception.HealreqError:
+            raise
+        except Exception as exc:
+            _failed(evaluation.finding, exc)
+            return True
 
     def _limit_reached(self):
         limit = self.options.max_count
@@ -428,3 +490,14 @@ class Engine(object):
             'left alone' % (again.finding.status.value,
                             ', %s' % again.finding.reason
                             if again.finding.reason else ''))
+
+
+def _failed(finding, exc):
+    """Make ``finding`` an ``internal-error`` caused by ``exc``."""
+    LOG.exception('Instance %s: unexpected error', finding.instance_uuid)
+    finding.status = Status.ERROR
+    finding.reason = 'internal-error'
+    finding.detail = urls.mask_password('%s: %s' % (
+        type(exc).__name__, exception.first_line(exc)))
+    finding.changes = []
+    return finding

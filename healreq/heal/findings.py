@@ -110,6 +110,13 @@ REASONS = {
             'read',
         'instance-mapped-elsewhere':
             'the instance mapping points to another cell',
+        'internal-error':
+            'evaluating or writing the instance failed unexpectedly (the '
+            'detail names the exception); nothing is written for it',
+        'write-failed':
+            'the API database refused the compare-and-swap of this '
+            'instance while it kept serving others (for example a '
+            'statement over max_allowed_packet); nothing is written',
         'change-not-derived':
             'apply: the plan\'s new value is not what a heal would write '
             'for the instance now (the instance changed since the plan '

@@ -58,13 +58,14 @@ def learn_versions(api_engine):
 def connect_cell(cell, reference_url, connect=engines.create_engine):
     """An engine on ``cell``'s database; CellDatabaseError if unusable.
 
-    A cell URL may fail to parse (ValueError, e.g. a non-numeric port) or
-    to format (urls.TemplateError, a ValueError): both concern the cell.
+    A cell URL may fail to parse (ValueError, e.g. a non-numeric port),
+    to format (urls.TemplateError, a ValueError) or name a driver that is
+    not installed (ImportError): all concern the cell alone.
     """
     try:
         return connect(urls.format_cell_url(
             cell['database_connection'] or '', reference_url))
-    except (ValueError,) + exception.DB_ERRORS as exc:
+    except (ValueError, ImportError) + exception.DB_ERRORS as exc:
         raise cell_error(cell, exc) from exc
 
 
@@ -72,6 +73,9 @@ def cell_error(cell, exc):
     """The CellDatabaseError describing ``exc`` raised by ``cell``."""
     if isinstance(exc, ValueError):
         message = 'invalid cell database URL: %s' % exc
+    elif isinstance(exc, ImportError):
+        message = ('cell database driver not installed: %s'
+                   % exception.first_line(exc))
     else:
         if isinstance(exc, db_exc.DBConnectionError):
             kind = 'cell database unreachable'

@@ -78,6 +78,8 @@ class Replayer(object):
                         conn, [c.instance_uuid for c in changes])
             if self.rederive:
                 self.profile = records.learn_versions(self.api_engine)
+            if changes:
+                self.writer.check_writable()
             for change in changes:
                 mapping = mappings.get(change.instance_uuid)
                 cell = cells.get(mapping['cell_id']) if mapping else None

@@ -29,6 +29,7 @@ from oslo_db import api as oslo_db_api
 
 from healreq.audit import store as audit_store
 from healreq.db import api_queries
+from healreq.db import urls
 from healreq import exception
 from healreq.heal.findings import Status
 
@@ -101,8 +102,11 @@ class SpecWriter(object):
             change_id = self.audit.intent(
                 self.run_id, change.instance_uuid, finding.cell_uuid,
                 change.spec_id, change.fields, change.before, change.after)
-        with exception.reraised_as(exception.ApiDatabaseError):
+        try:
             swapped = self._swap(change)
+        except exception.DB_ERRORS as exc:
+            self._swap_failed(change, change_id, finding, exc, give_back)
+            return True
         if change_id is not None:
             self.audit.resolve(change_id, audit_store.APPLIED if swapped
                                else audit_store.REFUSED)
@@ -115,6 +119,61 @@ class SpecWriter(object):
             finding.reason = 'spec-changed'
             finding.detail = self._spec_changed_detail
         return True
+
+    def check_writable(self):
+        """Raise ApiDatabaseError unless request_specs may be updated.
+
+        Called before anything is recorded, so that a run by an account
+        without the UPDATE privilege stops before its first intent. A
+        dry run writes nothing and needs no privilege.
+        """
+        if self.dry_run:
+            return
+        try:
+            with self.api_engine.connect() as conn:
+                transaction = conn.begin()
+                try:
+                    api_queries.try_spec_update(conn)
+                finally:
+                    transaction.rollback()
+        except exception.DB_ERRORS as exc:
+            raise exception.ApiDatabaseError(
+                'cannot write request_specs (the UPDATE privilege on '
+                'request_specs is needed; dry runs need none): %s'
+                % exception.describe_db_error(exc)) from exc
+
+    def _swap_failed(self, change, change_id, finding, exc, give_back):
+        """Settle a compare-and-swap that raised ``exc``.
+
+        The row is read again, on a fresh connection. If that fails too,
+        or the account lacks a privilege, the API database is what failed
+        and the run ends (an intent stays pending for recovery to settle
+        from the row). Otherwise the statement failed for this change
+        alone (a statement over MySQL's max_allowed_packet, a value too
+        long): the intent is settled from the row and the instance is an
+        error, unless the row holds the new value after all.
+        """
+        message = urls.mask_password(exception.describe_db_error(exc))
+        if exception.is_privilege_error(exc):
+            raise exception.ApiDatabaseError(message) from exc
+        try:
+            with self.api_engine.connect() as conn:
+                current = api_queries.get_spec_text(conn, change.spec_id)
+        except exception.DB_ERRORS:
+            raise exception.ApiDatabaseError(message) from exc
+        applied = current == change.after
+        if change_id is not None:
+            self.audit.resolve(change_id, audit_store.APPLIED if applied
+                               else audit_store.REFUSED, detail=message)
+        if applied:
+            finding.status = Status.HEALED
+            return
+        if give_back is not None:
+            give_back()
+        finding.status = Status.ERROR
+        finding.reason = 'write-failed'
+        finding.detail = 'the compare-and-swap failed: %s' % message
+        finding.changes = []
 
     @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
     def _swap(self, change):

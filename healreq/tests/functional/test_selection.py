@@ -117,14 +117,17 @@ class InvalidInputTest(fixtures.DeploymentTestCase):
         unknown = str(uuidlib.uuid4())
         self.assertInvalid(self.heal('--instance', unknown), unknown)
 
-    def test_instance_missing_from_its_cell(self):
-        t = tables.instance_mappings
+    def test_instance_missing_from_every_cell(self):
+        # A mapping whose instance no cell holds; an instance mapped to
+        # another cell than the one holding it is an error finding instead
+        # (see test_isolation).
+        missing = str(uuidlib.uuid4())
         with self.deployment.api_engine.begin() as conn:
-            conn.execute(t.update().where(
-                t.c.instance_uuid == self.drifted).values(
-                cell_id=self.cell2.id))
-        self.assertInvalid(self.heal('--instance', self.drifted),
-                           self.drifted)
+            conn.execute(tables.instance_mappings.insert().values(
+                instance_uuid=missing, cell_id=self.cell2.id,
+                project_id=dep.PROJECT_ID, user_id=dep.USER_ID,
+                queued_for_delete=False))
+        self.assertInvalid(self.heal('--instance', missing), missing)
 
     def test_unknown_cell(self):
         unknown = str(uuidlib.uuid4())
