@@ -43,7 +43,7 @@ import sqlalchemy as sa
 import build
 from healreq.conf import healreq as healreq_conf
 from healreq.db import tables
-from healreq.heal import engine as heal_engine
+from healreq.heal import records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -116,7 +116,7 @@ def check_floor(result, instances):
             or document.get('documents') != 3 * instances
             or document.get('system_metadata', 0) < instances
             or document.get('version_sample') != min(
-                instances, heal_engine.VERSION_SAMPLE)):
+                instances, records.VERSION_SAMPLE)):
         raise Failure('floor: exit code %d, read %s (expected %d instances)'
                       % (result['code'], document, instances))
 
@@ -389,7 +389,7 @@ def main(argv=None):
                 sys.executable, os.path.join(HERE, 'floor.py'),
                 '--config-file', config,
                 '--batch-size', str(args.batch_size),
-                '--version-sample', str(heal_engine.VERSION_SAMPLE)],
+                '--version-sample', str(records.VERSION_SAMPLE)],
             'naive': lambda number: [
                 sys.executable, os.path.join(HERE, 'naive.py'),
                 '--config-file', config, '--sample', str(len(sample))],
