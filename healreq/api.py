@@ -122,7 +122,12 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                                     options, clock=clock, audit=store,
                                     run_id=run_id)
         engine.progress = progress
-        return engine.run()
+        try:
+            return engine.run()
+        except exception.Interrupted as exc:
+            # What the cells finished so far: reported, audited, counted.
+            exc.report = engine.report
+            raise
 
     def outputs(report, code, run_id, duration):
         return _write_outputs(report, code, run_id, duration,
@@ -210,17 +215,36 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
     started = time.monotonic()
     try:
         report = work(api_engine, store, run_id, *arguments)
+        code = exit_code_for(report)
+    except exception.Interrupted as exc:
+        if exc.report is None:
+            store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
+            raise
+        report, code = exc.report, exc.exit_code
     except exception.HealreqError as exc:
         store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
         raise
-    code = exit_code_for(report)
+    except Exception as exc:
+        _finish_unexpected(store, run_id, exc)
+        raise
     problems = []
     if outputs is not None:
         problems = outputs(report, code, run_id, time.monotonic() - started)
-    if problems:
+    if problems and code < ExitCode.INVALID_INPUT:
         code = ExitCode.NEEDS_ATTENTION
     store.finish_run(run_id, report.summary(), code)
     return RunResult(run_id, report, code, problems)
+
+
+def _finish_unexpected(store, run_id, exc):
+    """Close the run of an unexpected error with 255, if the store can."""
+    message = urls.mask_password('%s: %s' % (type(exc).__name__,
+                                             exception.first_line(exc)))
+    try:
+        store.finish_run(run_id, {'error': message},
+                         ExitCode.UNEXPECTED_ERROR)
+    except exception.HealreqError:
+        pass  # the original error is the one to report
 
 
 def _filters(options):
@@ -285,6 +309,19 @@ def _audit_store(conf, store=None):
         yield store
     finally:
         store.dispose()
+
+
+def write_failure_metrics(metrics_file, exit_code, dry_run=False,
+                          duration=0.0):
+    """Write the metrics of a run that ended with ``exit_code`` early.
+
+    No cell is reported; the exit code is, and the last-success timestamp
+    of the previous file is kept. Raises OSError if the file cannot be
+    written.
+    """
+    text = metrics.render(RunReport(dry_run=dry_run), exit_code, duration,
+                          time.time(), dry_run)
+    metrics.write(metrics_file, text)
 
 
 def _write_outputs(report, code, run_id, duration, dry_run, plan_file,
