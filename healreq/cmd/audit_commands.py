@@ -114,7 +114,7 @@ def add_parsers(subparsers):
 
 
 def audit_list(conf, argv):
-    store = api.open_audit(conf)
+    store = api.open_audit(conf, read_only=True)
     try:
         runs = store.list_runs(conf.command.limit)
     finally:
@@ -164,7 +164,7 @@ def readable_diff(before, after, fields):
 
 
 def audit_show(conf, argv):
-    store = api.open_audit(conf)
+    store = api.open_audit(conf, read_only=True)
     try:
         run = store.get_run(conf.command.run_id)
         if run is None:

@@ -289,3 +289,30 @@ class ClosedStdoutTest(audit_case.AuditTestCase):
         self.assertEqual(0, code, err)
         self.assertEqual(1, self.audit_runs().popitem()[1]['summary'][
             'healed'])
+
+
+class ReadOnlyStoreTest(audit_case.AuditTestCase):
+    """audit list and show read a store they may not write."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_drifted(self.cell1)
+        self.run_id = self.heal_run()
+        os.chmod(self.audit_path(), 0o400)
+        os.chmod(self.state_path, 0o500)
+        self.addCleanup(os.chmod, self.audit_path(), 0o600)
+        self.addCleanup(os.chmod, self.state_path, 0o700)
+        self.before = self.snapshot()
+
+    def snapshot(self):
+        return (sorted(os.listdir(self.state_path)),
+                os.stat(self.audit_path()).st_mode & 0o777,
+                self.state_bytes())
+
+    def test_list_and_show(self):
+        self.assertIn(self.run_id, self.audit_runs())
+        self.assertEqual(1, len(self.audit_show(self.run_id)['changes']))
+        result = self.run_cli('audit', 'list')
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertIn(self.run_id, result.stdout)
+        self.assertEqual(self.before, self.snapshot())
