@@ -90,9 +90,10 @@ def add_parser(subparsers):
                         type=common.bounded_float(MIN_RATE, MAX_RATE),
                         help='Check at most N instances per second.')
     parser.add_argument('--metrics-file', metavar='PATH',
-                        help='At the end, write Prometheus metrics (text '
-                             'format, written atomically) for '
-                             'node_exporter\'s textfile collector.')
+                        help='At the end, whatever the exit code, write '
+                             'Prometheus metrics (text format, written '
+                             'atomically) for node_exporter\'s textfile '
+                             'collector.')
     parser.add_argument('--quiet', action='store_true',
                         help='No progress display and no text report (for '
                              'cron); errors still go to stderr and the '
