@@ -33,10 +33,15 @@ import dataclasses
 import json
 import os
 import time
+import urllib.parse
 
 from oslo_config import cfg
+from oslo_db.sqlalchemy import engines as oslo_engines
+import sqlalchemy
+import sqlalchemy.engine
 import sqlalchemy.exc
 
+from healreq.audit import migrations as audit_migrations
 from healreq.audit import plan
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
@@ -122,7 +127,12 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                                     options, clock=clock, audit=store,
                                     run_id=run_id)
         engine.progress = progress
-        return engine.run()
+        try:
+            return engine.run()
+        except exception.Interrupted as exc:
+            # What the cells finished so far: reported, audited, counted.
+            exc.report = engine.report
+            raise
 
     def outputs(report, code, run_id, duration):
         return _write_outputs(report, code, run_id, duration,
@@ -210,17 +220,36 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
     started = time.monotonic()
     try:
         report = work(api_engine, store, run_id, *arguments)
+        code = exit_code_for(report)
+    except exception.Interrupted as exc:
+        if exc.report is None:
+            store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
+            raise
+        report, code = exc.report, exc.exit_code
     except exception.HealreqError as exc:
         store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
         raise
-    code = exit_code_for(report)
+    except Exception as exc:
+        _finish_unexpected(store, run_id, exc)
+        raise
     problems = []
     if outputs is not None:
         problems = outputs(report, code, run_id, time.monotonic() - started)
-    if problems:
+    if problems and code < ExitCode.INVALID_INPUT:
         code = ExitCode.NEEDS_ATTENTION
     store.finish_run(run_id, report.summary(), code)
     return RunResult(run_id, report, code, problems)
+
+
+def _finish_unexpected(store, run_id, exc):
+    """Close the run of an unexpected error with 255, if the store can."""
+    message = urls.mask_password('%s: %s' % (type(exc).__name__,
+                                             exception.first_line(exc)))
+    try:
+        store.finish_run(run_id, {'error': message},
+                         ExitCode.UNEXPECTED_ERROR)
+    except exception.HealreqError:
+        pass  # the original error is the one to report
 
 
 def _filters(options):
@@ -259,19 +288,68 @@ _AUDIT_OPEN_ERRORS = (OSError, ValueError,
                       audit_schema.SchemaTooNew) + exception.DB_ERRORS
 
 
-def open_audit(conf):
+def open_audit(conf, read_only=False):
     """Open (creating or upgrading) the audit store; the caller disposes.
 
-    Raises AuditStoreError (exit 127) if it cannot be opened.
+    With ``read_only``, an SQLite store that is already at this release's
+    schema is opened read-only and nothing is written to it or its file
+    (a store on read-only storage can be reviewed); one that needs an
+    upgrade and cannot be written is reported in one line. Raises
+    AuditStoreError (exit 127) if it cannot be opened.
     """
     url = audit_url(conf)
     try:
+        if read_only:
+            store = _read_only_store(url)
+            if store is not None:
+                return store
         return audit_store.AuditStore(url)
     except _AUDIT_OPEN_ERRORS as exc:
+        reason = exception.first_line(exc)
+        if read_only and (isinstance(exc, OSError)
+                          or 'readonly' in reason.lower()):
+            reason = ('the store needs creating or upgrading to this '
+                      'release\'s schema but cannot be written (%s)' % reason)
         raise exception.AuditStoreError(
-            urls.mask_password('cannot open %s: %s'
-                               % (url, exception.first_line(exc))),
+            urls.mask_password('cannot open %s: %s' % (url, reason)),
             exit_code=ExitCode.INVALID_INPUT)
+
+
+class _ReadOnlyAuditStore(audit_store.AuditStore):
+    """An AuditStore on an engine that only reads; never migrated."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+
+def _read_only_store(url):
+    """A read-only store on an existing SQLite file at the head revision.
+
+    None where that does not apply (another backend, no file yet, an
+    older schema): the store is then opened as usual.
+    """
+    path = sqlalchemy.engine.make_url(url).database
+    if not url.startswith('sqlite') or not path or path == ':memory:' or (
+            not os.path.isfile(path)):
+        return None
+    engine = oslo_engines.create_engine(
+        'sqlite:///file:%s?mode=ro&uri=true'
+        % urllib.parse.quote(os.path.abspath(path)), max_retries=0)
+    version = sqlalchemy.table(audit_migrations.VERSION_TABLE,
+                               sqlalchemy.column('version_num'))
+    try:
+        with engine.connect() as conn:
+            current = conn.execute(sqlalchemy.select(
+                version.c.version_num)).scalars().all()
+    except exception.DB_ERRORS:
+        current = None  # no version table: a legacy or empty store
+    except Exception:
+        engine.dispose()
+        raise
+    if current == [audit_migrations.scripts().get_current_head()]:
+        return _ReadOnlyAuditStore(engine)
+    engine.dispose()
+    return None
 
 
 @contextlib.contextmanager
@@ -285,6 +363,19 @@ def _audit_store(conf, store=None):
         yield store
     finally:
         store.dispose()
+
+
+def write_failure_metrics(metrics_file, exit_code, dry_run=False,
+                          duration=0.0):
+    """Write the metrics of a run that ended with ``exit_code`` early.
+
+    No cell is reported; the exit code is, and the last-success timestamp
+    of the previous file is kept. Raises OSError if the file cannot be
+    written.
+    """
+    text = metrics.render(RunReport(dry_run=dry_run), exit_code, duration,
+                          time.time(), dry_run)
+    metrics.write(metrics_file, text)
 
 
 def _write_outputs(report, code, run_id, duration, dry_run, plan_file,

@@ -39,6 +39,8 @@ class ExitCode(enum.IntEnum):
     CONFLICT = 3
     NOTHING_TO_HEAL = 4
     INVALID_INPUT = 127
+    INTERRUPTED = 130  # SIGINT, as shells report it (128 + 2)
+    TERMINATED = 143  # SIGTERM (128 + 15)
     UNEXPECTED_ERROR = 255
 
 
@@ -124,6 +126,19 @@ class AuditStoreError(HealreqError):
     """
     exit_code = ExitCode.NEEDS_ATTENTION
     component = AUDIT_STORE
+
+
+class Interrupted(HealreqError):
+    """The command was stopped by SIGINT or SIGTERM.
+
+    ``report`` is what a run did before it stopped, when one is known.
+    """
+
+    def __init__(self, signal_number, signal_name, report=None):
+        super().__init__('interrupted by %s' % signal_name,
+                         exit_code=ExitCode(128 + signal_number))
+        self.signal_name = signal_name
+        self.report = report
 
 
 class CellDatabaseError(HealreqError):

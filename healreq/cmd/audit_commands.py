@@ -35,9 +35,13 @@ exit codes:
   4    nothing to do
   127  invalid input (unknown run, unreadable or edited plan, a spec_id
        that is not an integer)
+  130  interrupted by SIGINT (143: SIGTERM); the audit run is closed
+       with this code
   255  unexpected error
 When several apply, the most severe wins: 255, 127, 2, 3, 4. Without
---dry-run, an apply or revert that writes nothing never exits 0."""
+--dry-run, an apply or revert that writes nothing never exits 0. With
+--format json, an error that ends the command prints {"error":
+{"exit_code": N, "message": "..."}}."""
 
 _FORMAT_HELP = 'Output format on stdout (default: text).'
 
@@ -110,7 +114,7 @@ def add_parsers(subparsers):
 
 
 def audit_list(conf, argv):
-    store = api.open_audit(conf)
+    store = api.open_audit(conf, read_only=True)
     try:
         runs = store.list_runs(conf.command.limit)
     finally:
@@ -160,7 +164,7 @@ def readable_diff(before, after, fields):
 
 
 def audit_show(conf, argv):
-    store = api.open_audit(conf)
+    store = api.open_audit(conf, read_only=True)
     try:
         run = store.get_run(conf.command.run_id)
         if run is None:

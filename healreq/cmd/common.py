@@ -14,7 +14,9 @@
 """What the commands share: exit codes, option values, printing."""
 
 import argparse
+import io
 import logging
+import os
 import re
 import sys
 import textwrap
@@ -37,8 +39,14 @@ exit codes:
   4    nothing to heal: every checked instance is consistent
   127  invalid input (bad UUID, unknown cell or instance, conflicting
        options)
+  130  interrupted by SIGINT: stopped after the current batch, what was
+       done is reported and the audit run is closed with this code
+  143  terminated by SIGTERM (as for 130)
   255  unexpected error
-When several apply, the most severe wins: 255, 127, 2, 3, 1, 0, 4."""
+When several apply, the most severe wins: 255, 127, 2, 3, 1, 0, 4.
+With --format json, stdout carries one JSON document on every exit
+code: for 127, 255 and errors that end the run, {"error": {"exit_code":
+N, "message": "..."}}."""
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -162,6 +170,22 @@ def uuid_option(value, what):
 def command_line(argv):
     """The command line as recorded in the audit (never with secrets)."""
     return urls.mask_password(' '.join(['nova-heal'] + list(argv)))
+
+
+def silence_stdout():
+    """Point stdout at /dev/null after its reader went away (EPIPE).
+
+    Python flushes stdout again at exit; without this, that flush would
+    print a BrokenPipeError.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError,
+            io.UnsupportedOperation):
+        pass  # not a real file (tests capture it): nothing to flush
+    finally:
+        os.close(devnull)
 
 
 # Characters of report text written to stdout at a time.

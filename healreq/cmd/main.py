@@ -29,9 +29,12 @@ import traceback
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from healreq import api
 from healreq.cmd import audit_commands
 from healreq.cmd import common
+from healreq.cmd import interruption
 from healreq.cmd import logs
+from healreq.cmd import output
 from healreq.cmd import request_specs
 from healreq import conf as healreq_conf
 from healreq.db import urls
@@ -148,33 +151,89 @@ def tune_garbage_collector():
         gc.set_threshold(*_GC_THRESHOLDS)
 
 
+def _json_requested(conf, argv):
+    """Whether the command asked for ``--format json``.
+
+    Read from the parsed options when there are any, else from ``argv``
+    (the command line may not have parsed).
+    """
+    try:
+        if getattr(conf.command, 'format', None) == 'json':
+            return True
+    except Exception:  # not parsed: oslo.config raises several kinds
+        pass
+    pairs = zip(argv, argv[1:] + [None])
+    return any(word == '--format=json' or (word, following) == (
+        '--format', 'json') for word, following in pairs)
+
+
+def _metrics_file(conf):
+    try:
+        path = getattr(conf.command, 'metrics_file', None)
+    except Exception:  # not parsed: oslo.config raises several kinds
+        return None
+    return path if path and path.strip() else None
+
+
+def _failed(conf, argv, exit_code, line):
+    """Report an error that ends the command; return its exit code.
+
+    The line goes to stderr; with --format json, stdout gets the error
+    document; with --metrics-file, the metrics say how the run ended.
+    """
+    print(line, file=sys.stderr)
+    if _json_requested(conf, argv):
+        try:
+            output.print_error(exit_code, line)
+        except BrokenPipeError:
+            common.silence_stdout()
+    path = _metrics_file(conf)
+    if path:
+        dry_run = bool(getattr(conf.command, 'dry_run', False))
+        try:
+            api.write_failure_metrics(path, exit_code, dry_run)
+        except OSError as exc:
+            print('nova-heal: error: cannot write metrics file %s: %s'
+                  % (path, exc), file=sys.stderr)
+    return int(exit_code)
+
+
+def _run(conf, argv):
+    if not _parse(conf, argv):
+        return 0
+    logs.setup(conf)
+    common.keep_output_order()
+    if getattr(conf.command, 'verbose', False):
+        logging.getLogger('healreq').logger.setLevel(logging.INFO)
+    return int(conf.command.handler(conf, argv))
+
+
 def main(argv=None):
     """Run ``nova-heal``; return the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     tune_garbage_collector()
     conf = _build_conf()
     try:
-        if not _parse(conf, argv):
-            return 0
-        logs.setup(conf)
-        common.keep_output_order()
-        if getattr(conf.command, 'verbose', False):
-            logging.getLogger('healreq').logger.setLevel(logging.INFO)
-        return int(conf.command.handler(conf, argv))
+        with interruption.handled():
+            return _run(conf, argv)
     except cfg.Error as exc:
         # Invalid values in configuration files surface when read.
         error = exception.InvalidInput(exception.first_line(exc))
-        print(error.line(), file=sys.stderr)
-        return int(error.exit_code)
+        return _failed(conf, argv, error.exit_code, error.line())
     except exception.HealreqError as error:
-        print(error.line(), file=sys.stderr)
-        return int(error.exit_code)
+        return _failed(conf, argv, error.exit_code, error.line())
+    except BrokenPipeError:
+        # The reader of stdout went away (``audit list | head -1``).
+        common.silence_stdout()
+        return 0
     except Exception as exc:
         # Tracebacks may quote connection URLs: log them masked.
         LOG.error(urls.mask_password(traceback.format_exc()))
-        print(urls.mask_password('nova-heal: unexpected error: %s: %s' % (
-            type(exc).__name__, exception.first_line(exc))), file=sys.stderr)
-        return int(ExitCode.UNEXPECTED_ERROR)
+        return _failed(conf, argv, ExitCode.UNEXPECTED_ERROR,
+                       urls.mask_password(
+                           'nova-heal: unexpected error: %s: %s' % (
+                               type(exc).__name__,
+                               exception.first_line(exc))))
     finally:
         conf.reset()
 

@@ -103,7 +103,16 @@ def _outcome(exit_code, report):
     return {1: 'max count reached, more remain',
             2: 'needs manual attention',
             3: 'concurrent changes, run again',
-            4: 'nothing to heal'}[exit_code]
+            4: 'nothing to heal',
+            130: 'interrupted by SIGINT after the work above, run again',
+            143: 'terminated by SIGTERM after the work above, run again',
+            }.get(int(exit_code), 'error')
+
+
+def print_error(exit_code, message):
+    """Print the JSON document of a command that ended with an error."""
+    common.emit(json.dumps({'error': {'exit_code': int(exit_code),
+                                      'message': message}}, indent=2))
 
 
 def text_lines(report, exit_code, verbose=False, list_skipped=False,

@@ -17,6 +17,7 @@ import sys
 
 from healreq import api
 from healreq.cmd import common
+from healreq.cmd import interruption
 from healreq.cmd import output
 from healreq.cmd import progress
 from healreq import exception
@@ -89,9 +90,10 @@ def add_parser(subparsers):
                         type=common.bounded_float(MIN_RATE, MAX_RATE),
                         help='Check at most N instances per second.')
     parser.add_argument('--metrics-file', metavar='PATH',
-                        help='At the end, write Prometheus metrics (text '
-                             'format, written atomically) for '
-                             'node_exporter\'s textfile collector.')
+                        help='At the end, whatever the exit code, write '
+                             'Prometheus metrics (text format, written '
+                             'atomically) for node_exporter\'s textfile '
+                             'collector.')
     parser.add_argument('--quiet', action='store_true',
                         help='No progress display and no text report (for '
                              'cron); errors still go to stderr and the '
@@ -131,21 +133,36 @@ def _options(conf):
 
 
 def run(conf, argv):
-    """Run request-specs through the API; print the report and problems."""
+    """Run request-specs through the API; print the report and problems.
+
+    The first SIGINT or SIGTERM stops the run after the current batch;
+    what was done is reported and the exit code is 130 or 143.
+    """
     options = _options(conf)
     command = conf.command
     display = None
     if not command.quiet and sys.stderr.isatty():
         display = progress.Progress(sys.stderr)
+
+    def on_batch(cell, cell_report, total):
+        if display is not None:
+            display(cell, cell_report, total)
+        interruption.check()
+
     try:
-        result = api.run_request_specs(
-            conf, options, plan_file=command.plan,
-            metrics_file=command.metrics_file,
-            command=common.command_line(argv), progress=display)
+        with interruption.deferred():
+            result = api.run_request_specs(
+                conf, options, plan_file=command.plan,
+                metrics_file=command.metrics_file,
+                command=common.command_line(argv), progress=on_batch)
     finally:
         if display is not None:
             display.close()
-    _render(conf, options, result)
+    try:
+        _render(conf, options, result)
+    except BrokenPipeError:
+        # Nobody reads the report any more; the run itself is complete.
+        common.silence_stdout()
     for problem in result.problems:
         print(problem, file=sys.stderr)
     return result.exit_code

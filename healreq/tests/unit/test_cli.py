@@ -12,6 +12,8 @@
 
 """The command line, up to the point where a database would be needed."""
 
+import dataclasses
+import json
 import logging
 import os
 
@@ -190,7 +192,12 @@ class ConfigurationErrorTest(CliTestCase):
         result = self.run_main('request-specs', '--dry-run', '--instance',
                                INSTANCE.upper(), '--force', '--format',
                                'json', '--max-count', '5')
-        self.assertInvalidInput(result, '[api_database]/connection')
+        # With --format json, stdout holds the error document.
+        error = json.loads(result.stdout)['error']
+        self.assertInvalidInput(dataclasses.replace(result, stdout=''),
+                                '[api_database]/connection')
+        self.assertEqual(127, error['exit_code'])
+        self.assertEqual(result.stderr.strip(), error['message'])
 
     def test_unparsable_api_database_connection(self):
         conf = self.write_conf('[api_database]\nconnection = not a url\n')

@@ -55,6 +55,7 @@ class ExitCodeForTest(testtools.TestCase):
         self.assertEqual(
             {'HEALED': 0, 'MAX_COUNT_REACHED': 1, 'NEEDS_ATTENTION': 2,
              'CONFLICT': 3, 'NOTHING_TO_HEAL': 4, 'INVALID_INPUT': 127,
+             'INTERRUPTED': 130, 'TERMINATED': 143,
              'UNEXPECTED_ERROR': 255},
             {code.name: code.value for code in ExitCode})
 

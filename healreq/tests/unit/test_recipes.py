@@ -34,6 +34,8 @@ import yaml
 
 from healreq.cmd import cli_reference
 from healreq import conf as healreq_conf
+from healreq.heal import findings
+from healreq import metrics
 
 _ETC = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'etc')
 _SHELL_OPERATORS = ('2>>', '2>', '>', '>>', '|', '||', '&&', ';')
@@ -262,3 +264,34 @@ def _instructions(text):
             logical.append(current.strip())
             current = ''
     return [tuple(line.split(None, 1)) for line in logical]
+
+
+class AlertRulesTest(testtools.TestCase):
+    """The alert rules use the metrics nova-heal writes."""
+
+    def rules(self):
+        [document] = _yaml('prometheus', 'nova-heal-alerts.yml')
+        return {rule['alert']: rule for group in document['groups']
+                for rule in group['rules']}
+
+    def written_metrics(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'heal.prom')
+        metrics.write(path, metrics.render(findings.RunReport(False), 4,
+                                           1.0, 1700000000, True),
+                      success_timestamp=1700000000)
+        with open(path) as handle:
+            return set(re.findall(r'^# TYPE (\S+)', handle.read(), re.M))
+
+    def test_every_metric_of_a_rule_is_written(self):
+        written = self.written_metrics()
+        for name, rule in self.rules().items():
+            used = set(re.findall(r'nova_heal_\w+', rule['expr']))
+            self.assertTrue(used, name)
+            self.assertLessEqual(used, written, name)
+
+    def test_a_job_that_never_succeeded_fires(self):
+        # time() - <missing series> is empty: only absent() sees it.
+        self.assertIn(
+            'absent(nova_heal_request_specs_last_success_timestamp_seconds)',
+            [rule['expr'] for rule in self.rules().values()])
