@@ -217,6 +217,17 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
     store.recover(api_engine)
     arguments = () if prepare is None else (prepare(store),)
     run_id = store.start_run(mode, urls.mask_password(command), filters)
+    try:
+        return _leased_run(api_engine, store, run_id, work, outputs,
+                           arguments)
+    finally:
+        # On every way out, exceptions included: once the run can write
+        # nothing more, recovery may settle what it left pending.
+        store.release(run_id)
+
+
+def _leased_run(api_engine, store, run_id, work, outputs, arguments):
+    """Run ``work`` for the started run ``run_id`` and finish its record."""
     started = time.monotonic()
     try:
         report = work(api_engine, store, run_id, *arguments)
@@ -320,6 +331,7 @@ class _ReadOnlyAuditStore(audit_store.AuditStore):
 
     def __init__(self, engine):
         self.engine = engine
+        self._leases = {}  # it starts no run, so it holds no lease
 
 
 def _read_only_store(url):

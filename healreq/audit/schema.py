@@ -47,6 +47,9 @@ runs = sa.Table(
     sa.Column('filters', sa.Text),
     sa.Column('summary', sa.Text),
     sa.Column('exit_code', sa.Integer),
+    # The kind of lease the run held while alive (healreq.audit.lease);
+    # NULL for runs recorded before leases existed.
+    sa.Column('lease', sa.String(16)),
     sa.Index('runs_started_ns_idx', 'started_ns'))
 
 changes = sa.Table(

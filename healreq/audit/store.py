@@ -17,6 +17,10 @@ A change is recorded as an intent (before and after values and their
 digests) and committed BEFORE the spec is written, then marked applied or
 refused. ``recover`` settles intents a crash left pending by looking at
 the row itself, so the store and Nova's database always agree.
+
+Every run holds a lease (``healreq.audit.lease``) from ``start_run`` to
+``finish_run`` (or ``release``); ``recover`` only settles the intents of
+runs whose lease is free, so it never races a live run.
 """
 
 import functools
@@ -31,6 +35,7 @@ import uuid as uuidlib
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
+from healreq.audit import lease
 from healreq.audit import migrations
 from healreq.audit import schema
 from healreq import clock
@@ -42,6 +47,10 @@ APPLIED = 'applied'
 REFUSED = 'refused'
 PENDING = 'pending'
 UNKNOWN = 'unknown'
+
+# A run recorded before leases existed that never ended counts as dead
+# once it started this long ago (a heal of 100k instances takes minutes).
+LEGACY_RUN_GRACE_NS = 24 * 3600 * 10 ** 9
 
 
 def digest(text):
@@ -81,33 +90,62 @@ class AuditStore(object):
         self.engine = engines.create_engine(
             url, max_retries=0, mysql_sql_mode='TRADITIONAL')
         migrations.upgrade(self.engine)
+        # The leases of the runs this store started and has not ended.
+        self._leases = {}
 
     def dispose(self):
+        """Release every lease still held, then close the connections."""
+        for run_id in list(self._leases):
+            self.release(run_id)
         self.engine.dispose()
+
+    def release(self, run_id):
+        """Release run ``run_id``'s lease, if this store still holds it.
+
+        After this, ``recover`` may settle the run's pending intents:
+        call it only once the run can write nothing more.
+        """
+        held = self._leases.pop(run_id, None)
+        if held is not None:
+            held.release()
 
     # -- runs --------------------------------------------------------------
 
     @_store_errors
     def start_run(self, mode, command, filters):
-        """Record the start of a run; return its id."""
+        """Record the start of a run and take its lease; return its id.
+
+        The lease is taken before the run is recorded, so no other
+        invocation ever sees the run without it.
+        """
         run_id = str(uuidlib.uuid4())
-        with self.engine.begin() as conn:
-            conn.execute(schema.runs.insert().values(
-                id=run_id, started_at=clock.utcnow(),
-                started_ns=time.time_ns(),
-                mode=mode, command=command,
-                operator=getpass.getuser(), host=socket.gethostname(),
-                tool_version=version.version_info.release_string(),
-                filters=json.dumps(filters, sort_keys=True)))
+        self._leases[run_id] = lease.acquire(self.engine, run_id)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(schema.runs.insert().values(
+                    id=run_id, started_at=clock.utcnow(),
+                    started_ns=time.time_ns(),
+                    mode=mode, command=command,
+                    operator=getpass.getuser(), host=socket.gethostname(),
+                    tool_version=version.version_info.release_string(),
+                    filters=json.dumps(filters, sort_keys=True),
+                    lease=lease.kind_for(self.engine)))
+        except BaseException:
+            self.release(run_id)
+            raise
         return run_id
 
     @_store_errors
     def finish_run(self, run_id, summary, exit_code):
-        with self.engine.begin() as conn:
-            conn.execute(schema.runs.update().where(
-                schema.runs.c.id == run_id).values(
-                ended_at=clock.utcnow(), summary=json.dumps(summary),
-                exit_code=int(exit_code)))
+        """Record the end of a run, then release its lease."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(schema.runs.update().where(
+                    schema.runs.c.id == run_id).values(
+                    ended_at=clock.utcnow(), summary=json.dumps(summary),
+                    exit_code=int(exit_code)))
+        finally:
+            self.release(run_id)
 
     @_store_errors
     def record_findings(self, run_id, findings):
@@ -160,10 +198,25 @@ class AuditStore(object):
 
     @_store_errors
     def resolve(self, change_id, state, detail=None):
+        """Settle a pending intent; False if it was already settled.
+
+        An intent is settled once: a settled one is never overwritten.
+        """
+        t = schema.changes
         with self.engine.begin() as conn:
-            conn.execute(schema.changes.update().where(
-                schema.changes.c.id == change_id).values(
+            result = conn.execute(t.update().where(
+                t.c.id == change_id).where(t.c.state == PENDING).values(
                 state=state, detail=detail, resolved_at=clock.utcnow()))
+            return result.rowcount == 1
+
+    @_store_errors
+    def change_state(self, change_id):
+        """The recorded state and detail of change ``change_id``."""
+        t = schema.changes
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(t.c.state, t.c.detail).where(
+                t.c.id == change_id)).one()
+        return row.state, row.detail
 
     @_store_errors
     def changes(self, run_id, instance_uuid=None, state=None):
@@ -179,16 +232,19 @@ class AuditStore(object):
 
     @_store_errors
     def recover(self, api_engine):
-        """Settle intents left pending by a crash; return them, settled.
+        """Settle the intents dead runs left pending; return those settled.
 
-        The row tells what happened: it holds the after value (the write
-        went through), the before value (it did not), or neither (someone
-        changed it since: flagged ``unknown`` for a human).
+        Only runs that are provably dead are settled: their lease is free
+        (the process or its connection is gone), or they ended, or,
+        recorded before leases existed, they started more than
+        LEGACY_RUN_GRACE_NS ago. The lease is checked BEFORE the row is
+        read, so a dead run cannot write after the row was read. The
+        row tells what happened: it holds the after value (the write
+        went through), the before value (it did not), or neither
+        (someone changed it since: flagged ``unknown`` for a human).
         """
-        t = schema.changes
-        with self.engine.connect() as conn:
-            pending = [dict(r._mapping) for r in conn.execute(
-                sa.select(t).where(t.c.state == PENDING).order_by(t.c.id))]
+        pending = [c for c in self._pending_with_runs()
+                   if self._run_is_dead(c)]
         if not pending:
             return []
         specs = tables.request_specs
@@ -197,18 +253,46 @@ class AuditStore(object):
                 current = {row.id: row.spec for row in conn.execute(
                     sa.select(specs.c.id, specs.c.spec).where(
                         specs.c.id.in_([c['spec_id'] for c in pending])))}
+        settled = []
         for change in pending:
-            text = current.get(change['spec_id'])
-            if text == change['after_text']:
-                change['state'] = APPLIED
-                detail = 'recovered: the row holds the new value'
-            elif text == change['before_text']:
-                change['state'] = REFUSED
-                detail = 'recovered: interrupted before the write'
-            else:
-                change['state'] = UNKNOWN
-                detail = ('recovered: the row holds neither value; it '
-                          'changed after the interrupted run')
-            change['detail'] = detail
-            self.resolve(change['id'], change['state'], detail)
-        return pending
+            change['state'], change['detail'] = _recovered_state(
+                change, current.get(change['spec_id']))
+            # Settled meanwhile (the run ended after all): leave it.
+            if self.resolve(change['id'], change['state'], change['detail']):
+                settled.append(change)
+        return settled
+
+    def _pending_with_runs(self):
+        t, runs = schema.changes, schema.runs
+        query = sa.select(
+            t, runs.c.lease.label('run_lease'),
+            runs.c.ended_at.label('run_ended_at'),
+            runs.c.started_ns.label('run_started_ns')).select_from(
+            t.join(runs, t.c.run_id == runs.c.id)).where(
+            t.c.state == PENDING).order_by(t.c.id)
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        extra = ('run_lease', 'run_ended_at', 'run_started_ns')
+        return [dict({k: v for k, v in row.items() if k not in extra},
+                     _run={k: row[k] for k in extra}) for row in rows]
+
+    def _run_is_dead(self, change):
+        run = change.pop('_run')
+        if change['run_id'] in self._leases:
+            return False
+        if run['run_ended_at'] is not None:
+            return True
+        if run['run_lease'] is None:
+            return (time.time_ns() - run['run_started_ns']
+                    > LEGACY_RUN_GRACE_NS)
+        return lease.is_free(self.engine, run['run_lease'], change['run_id'])
+
+
+def _recovered_state(change, text):
+    """The state and detail of a dead run's intent, from the row's text."""
+    if text == change['after_text']:
+        return APPLIED, 'recovered: the row holds the new value'
+    if text == change['before_text']:
+        return REFUSED, 'recovered: interrupted before the write'
+    return UNKNOWN, ('recovered: the row holds neither value; it '
+                     'changed after the interrupted run')

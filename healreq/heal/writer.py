@@ -20,7 +20,12 @@ Heal, revert and apply all write through ``SpecWriter.write``:
 2. record the intent (before and after values) in the audit store;
 3. compare-and-swap the row: it is written only if it still holds the
    exact text that was read;
-4. mark the intent applied or refused.
+4. mark the intent applied or refused, unless it is no longer pending.
+
+An intent is settled once. If another invocation's recovery settled it
+first (a release that did not know the run was alive), the recorded state
+stands and the row is brought to agree with it: a write it recorded as
+refused is undone by a compare-and-swap back to the before text.
 """
 
 import dataclasses
@@ -35,6 +40,8 @@ from healreq.heal.findings import Status
 
 SPEC_CHANGED_DETAIL = ('request_specs.spec changed after it was read; '
                        'left alone, run again to re-check')
+SETTLED_ELSEWHERE_DETAIL = ('the audit intent was settled as %s by another '
+                            'invocation before this write was marked; %s')
 
 
 @dataclasses.dataclass
@@ -107,9 +114,10 @@ class SpecWriter(object):
         except exception.DB_ERRORS as exc:
             self._swap_failed(change, change_id, finding, exc, give_back)
             return True
+        detail = self._spec_changed_detail
         if change_id is not None:
-            self.audit.resolve(change_id, audit_store.APPLIED if swapped
-                               else audit_store.REFUSED)
+            swapped, detail = self._resolve(change_id, change, swapped,
+                                            detail)
         if swapped:
             finding.status = Status.HEALED
         else:
@@ -117,7 +125,7 @@ class SpecWriter(object):
                 give_back()
             finding.status = Status.CONFLICT
             finding.reason = 'spec-changed'
-            finding.detail = self._spec_changed_detail
+            finding.detail = detail
         return True
 
     def check_writable(self):
@@ -174,6 +182,32 @@ class SpecWriter(object):
         finding.reason = 'write-failed'
         finding.detail = 'the compare-and-swap failed: %s' % message
         finding.changes = []
+
+    def _resolve(self, change_id, change, swapped, detail):
+        """Mark the intent; return (written, detail) as the audit agrees.
+
+        When the intent was already settled, its recorded state stands:
+        a write recorded as not applied is undone (compare-and-swap from
+        the after text back to the before text), so the row agrees.
+        """
+        state = audit_store.APPLIED if swapped else audit_store.REFUSED
+        if self.audit.resolve(change_id, state):
+            return swapped, detail
+        recorded, _ = self.audit.change_state(change_id)
+        if recorded == state:
+            return swapped, detail
+        if not swapped:
+            # The row held the after text, written by someone else: this
+            # run wrote nothing, which is what it reports.
+            return False, SETTLED_ELSEWHERE_DETAIL % (
+                recorded, 'this run wrote nothing')
+        undo = dataclasses.replace(change, before=change.after,
+                                   after=change.before)
+        with exception.reraised_as(exception.ApiDatabaseError):
+            undone = self._swap(undo)
+        return False, SETTLED_ELSEWHERE_DETAIL % (
+            recorded, 'the write was undone' if undone else
+            'the row changed again after the write')
 
     @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
     def _swap(self, change):

@@ -128,6 +128,8 @@ class MigrationTestCase(testscenarios.WithScenarios, testtools.TestCase):
 
     def assert_rows_kept(self, started_ns):
         run = dict(RUN, started_ns=started_ns)
+        if 'lease' in self.columns('runs'):
+            run['lease'] = None
         self.assertEqual([run], self.rows('runs'))
         self.assertEqual([CHANGE], self.rows('changes'))
         self.assertEqual([FINDING], self.rows('findings'))
@@ -228,6 +230,14 @@ class WalkTest(MigrationTestCase):
         self.assertEqual([3], self.legacy_version())
         self.assert_rows_kept(STARTED_NS)
         self.assertEqual(legacy.REVISIONS[3], self.revision())
+
+    def _check_5b1e7c9a2f40(self):
+        """runs.lease, NULL for the runs recorded before it."""
+        columns = self.columns('runs')
+        self.assertIn('lease', columns)
+        self.assertTrue(columns['lease']['nullable'])
+        self.assert_rows_kept(STARTED_NS)
+        self.assertEqual([3], self.legacy_version())
 
 
 class ModelsTest(MigrationTestCase):

@@ -1,0 +1,217 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Recovery settles only dead runs; a settled intent stays settled.
+
+On SQLite the store is the default file (its leases are lock files); on
+MySQL it is a MySQL database named by ``audit_connection`` (its leases
+are named locks), so each kind of lease is exercised.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import sqlalchemy as sa
+
+from healreq import api
+from healreq.audit import store as audit_store
+from healreq.db import tables
+from healreq.heal import decisions
+from healreq.heal import engine as heal_engine
+from healreq.testing import demo
+from healreq.testing import deployment as dep
+from healreq.tests.functional import audit_case
+
+APPLIED = audit_store.APPLIED
+PENDING = audit_store.PENDING
+REFUSED = audit_store.REFUSED
+UNKNOWN_RUN = '00000000-0000-4000-8000-000000000000'
+
+# A process that starts a run, records one intent, says so and waits.
+HOLDER = '''
+import sys, time
+from healreq.audit import store
+s = store.AuditStore(sys.argv[1])
+run_id = s.start_run('heal', 'holder', {})
+change_id = s.intent(run_id, sys.argv[2], None, int(sys.argv[3]), ['flavor'],
+                     sys.argv[4], sys.argv[5])
+print(run_id, change_id, flush=True)
+time.sleep(600)
+'''
+
+
+class LeaseTestCase(audit_case.AuditTestCase):
+
+    def setUp(self):
+        super().setUp()
+        if self.db.name == 'MySQL':
+            self.store_url = self.db.database_url('audit')
+            self.config_file = self.write_config(
+                'audit_connection = %s\n' % self.store_url)
+        else:
+            self.store_url = self.audit_url()
+        self.uuid = self.add_drifted(self.cell1)
+        self.before = self.deployment.spec_text(self.uuid)
+        self.after = json.dumps(dep.request_spec(self.uuid, demo.M1_LARGE),
+                                indent=1)
+        t = tables.request_specs
+        with self.deployment.api_engine.connect() as conn:
+            self.spec_id = conn.execute(sa.select(t.c.id).where(
+                t.c.instance_uuid == self.uuid)).scalar()
+        self.store = self.open_store()
+
+    def open_store(self, store_class=audit_store.AuditStore):
+        store = store_class(self.store_url)
+        self.addCleanup(store.dispose)
+        return store
+
+    def record_intent(self, store):
+        """Start a run on ``store`` and record one intent; their ids."""
+        run_id = store.start_run('heal', 'test', {})
+        change_id = store.intent(run_id, self.uuid, None, self.spec_id,
+                                 ['flavor'], self.before, self.after)
+        return run_id, change_id
+
+    def another_invocation(self):
+        """A command that recovers first, then refuses the unknown run."""
+        result = self.run_cli('revert', UNKNOWN_RUN)
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+
+    def state(self, change_id):
+        return self.store.change_state(change_id)
+
+
+class RecoverTest(LeaseTestCase):
+
+    def test_live_run_is_left_alone(self):
+        holder = self.open_store()
+        run_id, change_id = self.record_intent(holder)
+        self.another_invocation()
+        self.assertEqual(0, self.heal('--dry-run').code)
+        self.assertEqual(PENDING, self.state(change_id)[0])
+
+        # The live run writes and marks its change: the audit agrees.
+        self.deployment.set_spec(self.uuid, self.after)
+        self.assertTrue(holder.resolve(change_id, APPLIED))
+        holder.finish_run(run_id, {}, 0)
+        self.assertEqual((APPLIED, None), self.state(change_id))
+        self.assertEqual(4, self.heal().code)
+
+    def test_run_of_a_closed_store_is_settled(self):
+        holder = self.open_store()
+        _, change_id = self.record_intent(holder)
+        holder.dispose()
+        self.another_invocation()
+        self.assertEqual((REFUSED, 'recovered: interrupted before the write'),
+                         self.state(change_id))
+        self.assertEqual(self.before, self.deployment.spec_text(self.uuid))
+
+    def test_run_that_raised_is_settled(self):
+        """A run ended by an exception releases its lease on the way out."""
+        class Crash(BaseException):
+            pass
+
+        class CrashAfterWrite(audit_store.AuditStore):
+            def resolve(self, change_id, state, detail=None):
+                raise Crash()
+
+        conf = api.load_config([self.config_file])
+        self.addCleanup(conf.reset)
+        crashing = self.open_store(CrashAfterWrite)
+        self.assertRaises(Crash, api.run_request_specs, conf,
+                          heal_engine.Options(settings=decisions.Settings(
+                              skip_updated_within=60)), audit=crashing)
+        self.another_invocation()
+        change, = [c for run in self.store.list_runs(10)
+                   for c in self.store.changes(run['id'])]
+        self.assertEqual(APPLIED, change['state'])
+        self.assertEqual(change['after_text'],
+                         self.deployment.spec_text(self.uuid))
+
+    def test_run_of_a_killed_process(self):
+        process = subprocess.Popen(
+            [sys.executable, '-c', HOLDER, self.store_url, self.uuid,
+             str(self.spec_id), self.before, self.after],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(process.wait)
+        self.addCleanup(process.kill)
+        line = process.stdout.readline().decode()
+        self.assertTrue(line, 'the holder process ended early')
+        run_id, change_id = line.split()
+        # Alive in another process: untouched, also by this process.
+        self.another_invocation()
+        self.assertEqual([], self.store.recover(self.deployment.api_engine))
+        self.assertEqual(PENDING, self.state(int(change_id))[0])
+        self.deployment.set_spec(self.uuid, self.after)
+
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.another_invocation()
+        self.assertEqual((APPLIED, 'recovered: the row holds the new value'),
+                         self.state(int(change_id)))
+        run = self.store.get_run(run_id)
+        self.assertIsNone(run['ended_at'])
+        self.assertFalse([name for name in os.listdir(self.state_path)
+                          if name.endswith('.lock')])
+
+    def test_finished_run_releases_its_lease(self):
+        holder = self.open_store()
+        run_id, change_id = self.record_intent(holder)
+        holder.finish_run(run_id, {}, 0)
+        self.assertFalse([name for name in os.listdir(self.state_path)
+                          if name.endswith('.lock')])
+        self.another_invocation()
+        self.assertEqual(REFUSED, self.state(change_id)[0])
+
+
+class ResolveTest(LeaseTestCase):
+
+    def test_settled_intent_is_not_overwritten(self):
+        run_id, change_id = self.record_intent(self.store)
+        self.assertTrue(self.store.resolve(change_id, APPLIED))
+        self.assertFalse(self.store.resolve(change_id, REFUSED, 'late'))
+        self.assertEqual((APPLIED, None), self.state(change_id))
+
+    def test_write_settled_elsewhere_is_undone(self):
+        """Settled as refused before the write: the row is put back.
+
+        As a recovery that did not know the run was alive (an older
+        release) would: it read the row before the write and marked the
+        intent refused.
+        """
+        other = self.open_store()
+
+        class SettledByOther(audit_store.AuditStore):
+            def intent(self, *args):
+                change_id = super().intent(*args)
+                other.resolve(change_id, REFUSED, 'settled elsewhere')
+                return change_id
+
+        conf = api.load_config([self.config_file])
+        self.addCleanup(conf.reset)
+        result = api.run_request_specs(
+            conf, heal_engine.Options(settings=decisions.Settings(
+                skip_updated_within=60)),
+            audit=self.open_store(SettledByOther))
+        self.assertEqual(3, result.exit_code)
+        finding, = result.report.findings
+        self.assertEqual(('conflict', 'spec-changed'),
+                         (finding.status.value, finding.reason))
+        self.assertIn('settled as refused by another invocation',
+                      finding.detail)
+        change, = self.store.changes(result.run_id)
+        self.assertEqual((REFUSED, 'settled elsewhere'),
+                         (change['state'], change['detail']))
+        self.assertEqual(self.before, self.deployment.spec_text(self.uuid))
