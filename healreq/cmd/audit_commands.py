@@ -47,6 +47,13 @@ _FORMAT_HELP = 'Output format on stdout (default: text).'
 
 
 def add_parsers(subparsers):
+    """Add the audit, revert and apply commands."""
+    _add_audit_parser(subparsers)
+    _add_revert_parser(subparsers)
+    _add_apply_parser(subparsers)
+
+
+def _add_audit_parser(subparsers):
     audit = subparsers.add_parser(
         'audit', help='Review past runs and their changes.',
         description='Every run of request-specs, revert and apply is '
@@ -71,6 +78,8 @@ def add_parsers(subparsers):
                       help=_FORMAT_HELP)
     show.set_defaults(handler=audit_show)
 
+
+def _add_revert_parser(subparsers):
     revert = subparsers.add_parser(
         'revert', help='Put back the values a run replaced.',
         description='Write back the before value of every change RUN_ID '
@@ -91,6 +100,8 @@ def add_parsers(subparsers):
                         help=_FORMAT_HELP)
     revert.set_defaults(handler=revert_run, verbose=True)
 
+
+def _add_apply_parser(subparsers):
     apply = subparsers.add_parser(
         'apply', help='Apply the changes of a reviewed plan file.',
         description='Apply the changes of a plan written by '

@@ -48,6 +48,14 @@ def add_parser(subparsers):
         formatter_class=common.HelpFormatter)
     parser.add_argument('--dry-run', action='store_true',
                         help='Report what would be healed; write nothing.')
+    _add_selection_options(parser)
+    _add_pacing_options(parser)
+    _add_output_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _add_selection_options(parser):
+    """Which instances and fields a run checks, and how many it heals."""
     target = parser.add_mutually_exclusive_group()
     target.add_argument('--instance', metavar='UUID',
                         help='Only this instance (its cell is found through '
@@ -72,10 +80,10 @@ def add_parser(subparsers):
                         help='Comma-separated RequestSpec fields to check '
                              'and heal (default: all): %s.'
                              % ', '.join(field_checks.FIELD_NAMES))
-    parser.add_argument('--plan', metavar='FILE',
-                        help='With --dry-run: write every change the run '
-                             'would make to FILE, for review and for '
-                             '"nova-heal apply FILE".')
+
+
+def _add_pacing_options(parser):
+    """How fast and how parallel a run goes."""
     parser.add_argument('--workers', metavar='N', default=1,
                         type=common.bounded_int(1, WORKERS_LIMIT),
                         help='Process up to N cells in parallel, each with '
@@ -89,6 +97,14 @@ def add_parser(subparsers):
     parser.add_argument('--max-rate', metavar='N',
                         type=common.bounded_float(MIN_RATE, MAX_RATE),
                         help='Check at most N instances per second.')
+
+
+def _add_output_options(parser):
+    """What a run writes besides the database: report, plan, metrics."""
+    parser.add_argument('--plan', metavar='FILE',
+                        help='With --dry-run: write every change the run '
+                             'would make to FILE, for review and for '
+                             '"nova-heal apply FILE".')
     parser.add_argument('--metrics-file', metavar='PATH',
                         help='At the end, whatever the exit code, write '
                              'Prometheus metrics (text format, written '
@@ -103,7 +119,6 @@ def add_parser(subparsers):
     parser.add_argument('--verbose', action='store_true',
                         help='Explain each drift and log progress to '
                              'stderr.')
-    parser.set_defaults(handler=run)
 
 
 def _options(conf):

@@ -213,20 +213,15 @@ class Deployment(object):
         """
         uuid = uuid or str(uuidlib.uuid4())
         cur_data = cur['nova_object.data']
+        if system_metadata is None:
+            system_metadata = image_system_metadata(
+                min_disk=cur_data['root_gb'])
         with cell.engine.begin() as conn:
-            result = conn.execute(tables.instances.insert().values(
-                uuid=uuid, created_at=LONG_AGO, updated_at=updated_at,
-                deleted=0, user_id=USER_ID, project_id=PROJECT_ID,
-                image_ref=image_ref,
-                host=host, node=host and host + '.example.org',
-                instance_type_id=(cur_data['id'] if instance_type_id is None
-                                  else instance_type_id),
-                memory_mb=cur_data['memory_mb'], vcpus=cur_data['vcpus'],
-                root_gb=cur_data['root_gb'],
-                ephemeral_gb=cur_data['ephemeral_gb'],
-                vm_state=vm_state, task_state=task_state,
-                availability_zone='az1', hidden=hidden))
-            instance_id = result.inserted_primary_key[0]
+            instance_id = _insert_instance(
+                conn, uuid, cur_data, updated_at=updated_at,
+                image_ref=image_ref, host=host, vm_state=vm_state,
+                task_state=task_state, hidden=hidden,
+                instance_type_id=instance_type_id)
             if deleted:
                 conn.execute(tables.instances.update().where(
                     tables.instances.c.id == instance_id).values(
@@ -238,28 +233,8 @@ class Deployment(object):
                             if extra == 'build' else extra),
                     numa_topology=extra_numa_topology,
                     pci_requests=extra_pci_requests))
-            if system_metadata is None:
-                system_metadata = image_system_metadata(
-                    min_disk=cur_data['root_gb'])
-            if system_metadata:
-                conn.execute(tables.instance_system_metadata.insert(), [
-                    dict(instance_uuid=uuid, key=key, value=value,
-                         deleted=0, created_at=LONG_AGO)
-                    for key, value in system_metadata.items()])
-            for device in block_devices:
-                values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
-                              deleted=0, created_at=LONG_AGO, boot_index=0,
-                              source_type='volume',
-                              destination_type='volume')
-                values.update(device)
-                conn.execute(tables.block_device_mapping.insert().values(
-                    **values))
-            for migration in migrations:
-                values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
-                              deleted=0, created_at=LONG_AGO,
-                              migration_type='resize', status='error')
-                values.update(migration)
-                conn.execute(tables.migrations.insert().values(**values))
+            _insert_instance_children(conn, uuid, system_metadata,
+                                      block_devices, migrations)
         with self.api_engine.begin() as conn:
             if mapping:
                 conn.execute(tables.instance_mappings.insert().values(
@@ -287,3 +262,43 @@ class Deployment(object):
         with self.api_engine.begin() as conn:
             conn.execute(t.update().where(
                 t.c.instance_uuid == instance_uuid).values(spec=text))
+
+
+def _insert_instance(conn, uuid, cur_data, updated_at, image_ref, host,
+                     vm_state, task_state, hidden, instance_type_id):
+    """Insert the instances row of a live instance; return its id."""
+    if instance_type_id is None:
+        instance_type_id = cur_data['id']
+    result = conn.execute(tables.instances.insert().values(
+        uuid=uuid, created_at=LONG_AGO, updated_at=updated_at,
+        deleted=0, user_id=USER_ID, project_id=PROJECT_ID,
+        image_ref=image_ref, host=host,
+        node=host and host + '.example.org',
+        instance_type_id=instance_type_id,
+        memory_mb=cur_data['memory_mb'], vcpus=cur_data['vcpus'],
+        root_gb=cur_data['root_gb'], ephemeral_gb=cur_data['ephemeral_gb'],
+        vm_state=vm_state, task_state=task_state,
+        availability_zone='az1', hidden=hidden))
+    return result.inserted_primary_key[0]
+
+
+def _insert_instance_children(conn, uuid, system_metadata, block_devices,
+                              migrations):
+    """Insert an instance's system metadata, BDMs and migrations."""
+    if system_metadata:
+        conn.execute(tables.instance_system_metadata.insert(), [
+            dict(instance_uuid=uuid, key=key, value=value, deleted=0,
+                 created_at=LONG_AGO)
+            for key, value in system_metadata.items()])
+    for device in block_devices:
+        values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
+                      deleted=0, created_at=LONG_AGO, boot_index=0,
+                      source_type='volume', destination_type='volume')
+        values.update(device)
+        conn.execute(tables.block_device_mapping.insert().values(**values))
+    for migration in migrations:
+        values = dict(uuid=str(uuidlib.uuid4()), instance_uuid=uuid,
+                      deleted=0, created_at=LONG_AGO,
+                      migration_type='resize', status='error')
+        values.update(migration)
+        conn.execute(tables.migrations.insert().values(**values))
