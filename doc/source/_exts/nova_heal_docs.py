@@ -29,8 +29,8 @@ from sphinx.util import docutils as sphinx_docutils
 from sphinx.util import nodes as sphinx_nodes
 
 from healreq.cmd import cli_reference
-from healreq.cmd import metrics
 from healreq.heal import findings
+from healreq import metrics
 
 _CLI_PARTS = {
     'synopsis': cli_reference.synopsis_lines,
