@@ -109,7 +109,8 @@ def evaluate(record, cell, now, settings, profile=None):
     """Decide what to do with one instance.
 
     ``cell`` is a cell_mappings row (id, uuid); ``now`` a naive UTC
-    datetime; ``profile`` the run's VersionProfile. Returns an Evaluation;
+    datetime; ``profile`` the run's VersionProfile, which names the Nova
+    release whose rules apply (default: the newest). Returns an Evaluation;
     ``new_spec`` is set for drift only.
     """
     uuid = record.instance['uuid']
@@ -120,10 +121,10 @@ def evaluate(record, cell, now, settings, profile=None):
         current = _current_flavor(record)
         _note_leftovers(current, record, finding)
         spec = _parse_spec(record)
-        inputs = _inputs(record, current, settings)
+        profile = profile or versions.VersionProfile()
+        inputs = _inputs(record, current, settings, profile.release)
         changes, replacements, version = field_checks.compare(
-            settings.checked_fields, spec, inputs,
-            profile or versions.VersionProfile())
+            settings.checked_fields, spec, inputs, profile)
     except field_checks.DerivationError as exc:
         finding.status, finding.reason, finding.detail = (
             Status.ERROR, exc.reason, exc.detail)
@@ -142,7 +143,7 @@ def evaluate(record, cell, now, settings, profile=None):
     return Evaluation(finding, spec.with_fields(replacements, version))
 
 
-def _inputs(record, current, settings):
+def _inputs(record, current, settings, release):
     """Collect what the checked fields are derived from."""
     extra = record.extras[0]
     system_metadata = system_metadata_values(record.system_metadata)
@@ -160,7 +161,7 @@ def _inputs(record, current, settings):
         instance=instance, flavors=current,
         system_metadata=system_metadata,
         root_bdm=roots[0] if roots else None,
-        extra_pci_requests=extra.get('pci_requests'))
+        extra_pci_requests=extra.get('pci_requests'), release=release)
 
 
 def system_metadata_values(rows):

@@ -34,6 +34,7 @@ from healreq.objects import numa_primitive
 from healreq.objects import pci as pci_obj
 from healreq.objects import primitive
 from healreq.objects import versions
+from healreq import releases
 
 FIELD_NAMES = ('flavor', 'image', 'numa_topology', 'pci_requests', 'is_bfv',
                'project_id', 'user_id')
@@ -73,13 +74,15 @@ class Inputs:
     """What a field is derived from, for one instance.
 
     ``system_metadata`` maps key -> value; ``root_bdm`` is the live
-    boot_index 0 block device mapping or None.
+    boot_index 0 block device mapping or None; ``release`` the Nova
+    release whose rules derive the fields.
     """
     instance: dict
     flavors: InstanceFlavors
     system_metadata: dict = None
     root_bdm: dict = None
     extra_pci_requests: str = None
+    release: releases.Release = releases.LATEST
 
     def __post_init__(self):
         self._cache = {}
@@ -115,8 +118,9 @@ class Inputs:
             try:
                 if key is None:
                     return image_obj.image_from_system_metadata(
-                        self.system_metadata or {}, self.instance['image_ref'])
-                return _derive_image(*key)
+                        self.system_metadata or {}, self.instance['image_ref'],
+                        self.release)
+                return _derive_image(*key, self.release)
             except image_obj.ImageMetaError as exc:
                 raise DerivationError(
                     'instance-image-invalid',
@@ -136,9 +140,10 @@ class Inputs:
                 if image_key is None:
                     return numa_constraints.constraints(
                         key['vcpus'], key['memory_mb'], specs,
-                        image['properties'])
+                        image['properties'], self.release)
                 return _derive_numa(key['vcpus'], key['memory_mb'],
-                                    tuple(sorted(specs.items())), image_key)
+                                    tuple(sorted(specs.items())), image_key,
+                                    self.release)
             except numa_obj.ConstraintError as exc:
                 raise DerivationError(
                     'numa-constraints-invalid',
@@ -164,16 +169,16 @@ class Inputs:
 # Many instances share a flavor and an image, and the derivations are pure
 # functions of them: each distinct input is derived once (bounded caches).
 @functools.lru_cache(maxsize=4096)
-def _derive_image(system_metadata_items, image_ref):
+def _derive_image(system_metadata_items, image_ref, release):
     return image_obj.image_from_system_metadata(dict(system_metadata_items),
-                                                image_ref)
+                                                image_ref, release)
 
 
 @functools.lru_cache(maxsize=4096)
-def _derive_numa(vcpus, memory_mb, extra_specs_items, image_key):
+def _derive_numa(vcpus, memory_mb, extra_specs_items, image_key, release):
     return numa_constraints.constraints(
         vcpus, memory_mb, dict(extra_specs_items),
-        _derive_image(*image_key)['properties'])
+        _derive_image(*image_key, release)['properties'], release)
 
 
 def instance_flavors(text):
@@ -263,7 +268,8 @@ def _image_primitive(image, stored_primitive, profile):
 
     Preference: the stored versions, then those this deployment writes;
     if neither holds every property, the stored versions (what they can
-    hold). Returns the primitive and its value read back.
+    hold). Versions the deployment's release cannot load are never used.
+    Returns the primitive and its value read back.
     """
     candidates = [
         (versions.version_of(stored_primitive, None),
@@ -273,7 +279,8 @@ def _image_primitive(image, stored_primitive, profile):
     ]
     best = None
     for image_version, props_version in candidates:
-        if image_version is None or props_version is None:
+        if not (profile.can_write('ImageMeta', image_version)
+                and profile.can_write('ImageMetaProps', props_version)):
             continue
         try:
             healed = image_primitive.image_to_primitive(image, image_version,
@@ -300,8 +307,8 @@ def check_numa_topology(spec, inputs, profile):
     derived = inputs.numa()
     stored_primitive = spec.data.get('numa_topology')
     try:
-        stored = numa_primitive.from_primitive(stored_primitive,
-                                               'spec numa_topology')
+        stored = numa_primitive.from_primitive(
+            stored_primitive, 'spec numa_topology', profile.release)
         before = numa_obj.describe(stored)
     except numa_obj.UnloadableTopology as exc:
         # Nova fails to load it (cells older than 1.4 in a spec): rebuild
@@ -317,7 +324,8 @@ def check_numa_topology(spec, inputs, profile):
     healed = _numa_primitive(derived, stored_primitive, profile)
     # Compare with what would be stored, read back: a legacy version may
     # not express the derived value exactly, and must not drift forever.
-    if stored == numa_primitive.from_primitive(healed, 'healed numa_topology'):
+    if stored == numa_primitive.from_primitive(
+            healed, 'healed numa_topology', profile.release):
         return None
     return (FieldChange('numa_topology', before,
                         numa_obj.describe(derived)), healed)
@@ -327,24 +335,27 @@ def _numa_primitive(derived, stored, profile):
     """The derived topology at the first versions that can carry it.
 
     Preference: the versions of the stored topology, then those this
-    deployment writes, then those of the oldest supported release; each
-    must give a topology Nova can load.
+    deployment writes, then the newest its release loads; each must give
+    a topology every point release of it loads alike.
     """
+    release = profile.release
     candidates = [
         (versions.version_of(stored, None),
          versions.first_nested_version(stored, 'cells', None)),
         (profile.version('InstanceNUMATopology'),
          profile.version('InstanceNUMACell')),
-        (versions.OLDEST_SUPPORTED['InstanceNUMATopology'],
-         versions.OLDEST_SUPPORTED['InstanceNUMACell']),
+        ('%d.%d' % release.newest('InstanceNUMATopology'),
+         '%d.%d' % release.newest('InstanceNUMACell')),
     ]
     for topology_version, cell_version in candidates:
-        if topology_version is None or cell_version is None:
+        if not (profile.can_write('InstanceNUMATopology', topology_version)
+                and profile.can_write('InstanceNUMACell', cell_version)):
             continue
         try:
             healed = numa_primitive.to_primitive(derived, topology_version,
                                                  cell_version)
-            numa_primitive.from_primitive(healed, 'healed numa_topology')
+            numa_primitive.from_primitive(healed, 'healed numa_topology',
+                                          release)
         except (numa_obj.ConstraintError, primitive.PrimitiveError):
             continue
         return healed

@@ -17,9 +17,11 @@ Nova rebuilds a RequestSpec's image with ``ImageMeta.from_instance``: the
 ``image_*`` system metadata become top-level attributes (``min_ram``,
 ``min_disk``, ``disk_format``, ``container_format``) or image properties,
 which ``ImageMetaProps.from_dict`` maps from legacy names, coerces by
-field type and validates. This module reproduces that for Nova 34.0.0
-(ImageMeta 1.8, ImageMetaProps 1.44); healreq.objects.image_primitive
-reads and writes the stored primitives.
+field type and validates. This module reproduces that for each supported
+release: the fields Nova 34.0.0 knows (ImageMeta 1.8, ImageMetaProps
+1.44), less those and the enum values an older release's ImageMetaProps
+does not know yet, and its release's version-predicate grammar;
+healreq.objects.image_primitive reads and writes the stored primitives.
 
 Values are held as Nova holds them: booleans, integers, canonical enum
 strings, lists of strings or integers, and ``hw_numa_cpus`` as a list of
@@ -28,6 +30,7 @@ sets of integers.
 
 import collections.abc
 import datetime
+import functools
 import json
 import re
 
@@ -37,6 +40,7 @@ from packaging import version as packaging_version
 
 from healreq.objects import notation
 from healreq.objects import primitive
+from healreq import releases
 
 PrimitiveError = primitive.PrimitiveError
 
@@ -321,24 +325,32 @@ def _as_int(name, value):
         raise _refuse(name, value, 'not an integer')
 
 
-def _as_enum(name, kind, value):
+def _too_new(name, value, release):
+    for field, newer, added in TOO_NEW_VALUES:
+        if field == name and value == newer:
+            return added > release.props_version
+    return False
+
+
+def _as_enum(name, kind, value, release):
     aliases = _ENUM_ALIASES.get(kind)
     if aliases is not None:
         if not isinstance(value, str):
             raise _refuse(name, value, 'not a string')
         value = value.lower()
         value = aliases.get(value, value)
-    if not isinstance(value, str) or value not in ENUM_VALUES[kind]:
+    if (not isinstance(value, str) or value not in ENUM_VALUES[kind]
+            or _too_new(name, value, release)):
         raise _refuse(name, value, 'not a valid %s' % kind.replace('_', ' '))
     return value
 
 
-# oslo.utils VersionPredicate's grammar, for oslo.utils releases before 7.4
-# (Zed's 6.0.2 included), which lack it.
+# The packaging grammar of oslo.utils' VersionPredicate, for oslo.utils
+# releases before 7.4 (Zed's 6.0.2 included), which lack it.
 _PREDICATE_PART = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s]+)\s*$')
 
 
-def _check_version_predicate(value):
+def _check_packaging_predicate(value):
     predicate = getattr(versionutils, 'VersionPredicate', None)
     if predicate is not None:
         predicate(value)
@@ -353,11 +365,42 @@ def _check_version_predicate(value):
             raise ValueError(str(exc))
 
 
-def _as_version_predicate(name, value):
+# distutils' VersionPredicate, which oslo.versionedobjects before 3.6
+# applied to 'check (VALUE)': a package name, then a parenthesised list
+# of comparisons with StrictVersion numbers (1.2, 1.2.3, 1.2a1...).
+_DISTUTILS_NAME = re.compile(r'(?i)^\s*([a-z_]\w*(?:\.[a-z_]\w*)*)(.*)',
+                             re.ASCII)
+_DISTUTILS_PARENS = re.compile(r'^\s*\((.*)\)\s*$')
+_DISTUTILS_PART = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s,]+)\s*$')
+_STRICT_VERSION = re.compile(r'^(\d+) \. (\d+) (\. (\d+))? ([ab](\d+))?$',
+                             re.VERBOSE | re.ASCII)
+
+
+def _check_distutils_predicate(value):
+    text = ('check (%s)' % value).strip()
+    rest = _DISTUTILS_NAME.match(text).group(2).strip()
+    if not rest:
+        return
+    parens = _DISTUTILS_PARENS.match(rest)
+    if not parens:
+        raise ValueError('expected parenthesized list: %r' % rest)
+    for part in parens.group(1).split(','):
+        comparison = _DISTUTILS_PART.match(part)
+        if not comparison:
+            raise ValueError('bad package restriction syntax: %r' % part)
+        if not _STRICT_VERSION.match(comparison.group(2)):
+            raise ValueError('invalid version number %r'
+                             % comparison.group(2))
+
+
+def _as_version_predicate(name, value, release):
     if not isinstance(value, str):
         raise _refuse(name, value, 'not a string')
     try:
-        _check_version_predicate(value)
+        if release.version_predicates == releases.DISTUTILS:
+            _check_distutils_predicate(value)
+        else:
+            _check_packaging_predicate(value)
     except ValueError as exc:
         raise _refuse(name, value, 'not a version predicate (%s)' % exc)
     return value
@@ -405,8 +448,22 @@ def _coerced_set(values):
     return stored
 
 
-def coerce_property(name, value):
-    """Coerce one value set on ImageMetaProps field ``name`` as Nova does."""
+def known_properties(release):
+    """The ImageMetaProps fields ``release`` knows, in declaration order."""
+    return _known_properties(release.props_version)
+
+
+@functools.lru_cache(maxsize=None)
+def _known_properties(props_version):
+    return tuple(name for name, (kind, added) in PROPS_FIELDS.items()
+                 if added <= props_version)
+
+
+def coerce_property(name, value, release=releases.LATEST):
+    """Coerce one value set on ImageMetaProps field ``name`` as Nova does.
+
+    ``release`` is the Nova release whose rules apply.
+    """
     kind = PROPS_FIELDS[name][0]
     if value is None:
         raise _refuse(name, value, 'cannot be None')
@@ -420,11 +477,11 @@ def coerce_property(name, value):
         # Nova only warns about a malformed UUID and keeps the text.
         return '%s' % (value,)
     if kind == VERSION_PREDICATE:
-        return _as_version_predicate(name, value)
+        return _as_version_predicate(name, value, release)
     if kind == DICT_LIST:
         return _as_dict_list(name, value)
     if kind in ENUM_VALUES:
-        return _as_enum(name, kind, value)
+        return _as_enum(name, kind, value, release)
     raise _refuse(name, value, 'cannot be set from a single value')
 
 
@@ -437,26 +494,28 @@ def _numbered(raw, field, parse):
     return values
 
 
-def props_from_strings(raw):
+def props_from_strings(raw, release=releases.LATEST):
     """Image properties as Nova's ``ImageMetaProps.from_dict`` holds them.
 
     ``raw`` maps property names to the strings Glance or system metadata
     give. Legacy names are applied first so current names win;
     ``hw_numa_cpus.N``/``hw_numa_mem.N`` are read up to the first gap;
-    ``trait:NAME=required`` entries form ``traits_required``; unknown
-    names are ignored. Raises ImageMetaError where Nova raises.
+    ``trait:NAME=required`` entries form ``traits_required``; names
+    ``release`` does not know are ignored. Raises ImageMetaError where
+    that release's Nova raises.
     """
     props = {}
     for legacy, current in LEGACY_NAMES.items():
         if legacy in raw:
-            props[current] = coerce_property(current, raw[legacy])
+            props[current] = coerce_property(current, raw[legacy], release)
     adapter = raw.get('vmware_adaptertype')
     if adapter == 'ide':
         props['hw_disk_bus'] = 'ide'
     elif adapter:
         props['hw_disk_bus'] = 'scsi'
-        props['hw_scsi_model'] = coerce_property('hw_scsi_model', adapter)
-    for name in PROPS_FIELDS:
+        props['hw_scsi_model'] = coerce_property('hw_scsi_model', adapter,
+                                                 release)
+    for name in known_properties(release):
         if name == 'hw_numa_cpus':
             cells = _numbered(raw, name, _parse_cpu_spec)
             if cells:
@@ -466,7 +525,7 @@ def props_from_strings(raw):
             if cells:
                 props[name] = cells
         elif name != 'traits_required' and name in raw:
-            props[name] = coerce_property(name, raw[name])
+            props[name] = coerce_property(name, raw[name], release)
     traits = [str(key)[len(TRAIT_PREFIX):] for key, value in raw.items()
               if str(key).startswith(TRAIT_PREFIX)
               and str(value) == 'required']
@@ -475,11 +534,12 @@ def props_from_strings(raw):
     return props
 
 
-def image_from_system_metadata(sysmeta, image_ref):
+def image_from_system_metadata(sysmeta, image_ref, release=releases.LATEST):
     """The image ``ImageMeta.from_instance`` derives for an instance.
 
     ``sysmeta`` maps instance_system_metadata keys to values (None values
-    are skipped); ``image_ref`` is ``instances.image_ref``. Returns the
+    are skipped); ``image_ref`` is ``instances.image_ref``; ``release``
+    the Nova release whose rules apply. Returns the
     fields Nova sets: ``id`` (only for a non-empty image_ref), each of
     ``min_ram``, ``min_disk``, ``disk_format``, ``container_format`` that
     system metadata holds, and ``properties``. Raises ImageMetaError
@@ -516,7 +576,7 @@ def image_from_system_metadata(sysmeta, image_ref):
             image[key] = _as_int(key, inherited[key])
         else:
             image[key] = _as_string(key, inherited[key])
-    image['properties'] = props_from_strings(properties)
+    image['properties'] = props_from_strings(properties, release)
     return image
 
 

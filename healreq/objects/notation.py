@@ -41,6 +41,7 @@ NUMA_NODES_MAX = 128
 # the match backtrack quadratically.)
 _BYTE_SIZE_RE = re.compile(
     r'(^[-+]?(?:\d+(?:\.\d+)?|\.\d+))([KMGTPEZYRQ]i?)?(b|bit|B)$')
+ALL_PREFIXES = 'KMGTPEZYRQ'
 _UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
                 'Y': 8, 'R': 9, 'Q': 10}
 
@@ -136,15 +137,16 @@ def per_node(values, key):
     return found
 
 
-def byte_size(text):
+def byte_size(text, prefixes=ALL_PREFIXES):
     """oslo's ``string_to_bytes(text, 'IEC', return_int=True)``.
 
-    As the oslo.utils of Nova 34 reads it (prefixes up to Q). Raises
+    ``prefixes`` are the unit prefixes the oslo.utils in question knows:
+    up to T before oslo.utils 6.2 (Zed, 2023.1), up to Q since. Raises
     ValueError for text that is not a byte size and OverflowError for an
     infinite one.
     """
     match = _BYTE_SIZE_RE.match(text)
-    if not match:
+    if not match or (match.group(2) and match.group(2)[0] not in prefixes):
         raise ValueError(text)
     number, prefix, unit = match.groups()
     size = float(number)

@@ -49,6 +49,14 @@ class UnloadableTopology(PrimitiveError):
     """
 
 
+class AmbiguousTopology(UnloadableTopology):
+    """A stored legacy topology whose load depends on the point release.
+
+    Regenerating it at InstanceNUMACell 1.6 makes every point release
+    load the same topology.
+    """
+
+
 class ConstraintError(ValueError):
     """Nova would refuse this flavor/image combination."""
 

@@ -13,11 +13,12 @@
 
 """The request NUMA topology Nova derives for a flavor and an image.
 
-``constraints`` computes what Nova's ``numa_get_constraints`` (Nova 34)
-computes for a flavor and an image: the request topology a RequestSpec
-holds, or a refusal carrying the name of the exception Nova raises. The
-checks run in Nova's order, because the order decides which refusal is
-reported when a request is wrong in more than one way.
+``constraints`` computes what Nova's ``numa_get_constraints`` computes,
+under the rules of a given release, for a flavor and an image: the
+request topology a RequestSpec holds, or a refusal carrying the name of
+the exception Nova raises. The checks run in Nova's order, because the
+order decides which refusal is reported when a request is wrong in more
+than one way.
 """
 
 import dataclasses
@@ -28,6 +29,7 @@ from oslo_utils import strutils
 from healreq.objects import notation
 from healreq.objects import numa
 from healreq.objects import primitive
+from healreq import releases
 
 _RESOURCE_VCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:VCPU')
 _RESOURCE_PCPU_RE = re.compile(r'resources(?:[1-9][0-9]*)?:PCPU')
@@ -66,7 +68,7 @@ def _parse_cpu_mask(mask, vcpus):
     return _cpu_list(mask)
 
 
-def _page_size(request):
+def _page_size(request, release):
     """A page size request as Nova evaluates it (KiB, maybe a float)."""
     if request in numa.SYMBOLIC_PAGESIZES:
         return numa.SYMBOLIC_PAGESIZES[request]
@@ -75,7 +77,7 @@ def _page_size(request):
         # with a bare ValueError.
         return _to_int(request, 'page size')
     try:
-        size = notation.byte_size(request)
+        size = notation.byte_size(request, release.page_size_prefixes)
     except ValueError:
         raise numa.ConstraintError(
             'MemoryPageSizeInvalid', 'invalid memory page size %r' % request)
@@ -237,7 +239,7 @@ def _node_count(specs, props):
     return int(nodes) if nodes else None
 
 
-def _pagesize(specs, props):
+def _pagesize(specs, props, release):
     flavor = specs.get('hw:mem_page_size')
     image = props.get('hw_mem_page_size')
     if not flavor:
@@ -247,14 +249,14 @@ def _pagesize(specs, props):
                 'the image asks for page size %s, the flavor for none'
                 % image)
         return None
-    size = _page_size(flavor)
+    size = _page_size(flavor, release)
     if image:
         if size not in (numa.MEMPAGES_ANY, numa.MEMPAGES_LARGE):
             raise numa.ConstraintError(
                 'MemoryPageSizeForbidden',
                 'the image asks for page size %s, the flavor fixes %s'
                 % (image, flavor))
-        return _page_size(image)
+        return _page_size(image, release)
     return size
 
 
@@ -312,8 +314,11 @@ def _check_memory_encryption(specs, props):
             'memory encryption model %s needs hw_video_model=none' % model)
 
 
-def _check_locked_memory(specs, props):
-    """Validate memory locking (and encryption), which shape nothing."""
+def _check_locked_memory(specs, props, release):
+    """Validate memory locking (and encryption), which shape nothing.
+
+    Memory encryption is checked here from Nova 34 on only.
+    """
     flavor_text = specs.get('hw:locked_memory')
     image = props.get('hw_locked_memory')
     if flavor_text is not None:
@@ -332,7 +337,8 @@ def _check_locked_memory(specs, props):
                 'LockMemoryForbidden',
                 'locked memory needs an explicit memory page size')
         return
-    _check_memory_encryption(specs, props)
+    if release.numa_checks_memory_encryption:
+        _check_memory_encryption(specs, props)
 
 
 def _node_lists(specs, props, key, parse, image_key):
@@ -551,14 +557,16 @@ def _topology(vcpus, layout, cpu, pagesize):
                          emulator_threads_policy=cpu.emulator_policy)
 
 
-def constraints(vcpus, memory_mb, extra_specs, image_props):
+def constraints(vcpus, memory_mb, extra_specs, image_props,
+                release=releases.LATEST):
     """The request NUMA topology Nova derives for a flavor and image.
 
     ``extra_specs`` are the flavor's extra specs (strings); ``image_props``
     maps ImageMetaProps field names to their coerced values (absent = not
-    set). Returns a numa.Topology, or None when the request needs no NUMA
-    topology. Raises numa.ConstraintError, naming Nova's exception, exactly
-    when numa_get_constraints raises.
+    set); ``release`` is the Nova release whose rules apply. Returns a
+    numa.Topology, or None when the request needs no NUMA topology.
+    Raises numa.ConstraintError, naming Nova's exception, exactly when
+    numa_get_constraints raises.
     """
     if not 0 <= vcpus <= notation.MAX_CPU_IDS:
         raise numa.ConstraintError(
@@ -568,9 +576,9 @@ def constraints(vcpus, memory_mb, extra_specs, image_props):
     props = image_props or {}
     cpu = _cpu_request(vcpus, specs, props)
     nodes = _node_count(specs, props)
-    pagesize = _pagesize(specs, props)
+    pagesize = _pagesize(specs, props, release)
     pmem = _pmem_labels(specs)
-    _check_locked_memory(specs, props)
+    _check_locked_memory(specs, props, release)
     # A topology exists only for explicit nodes, huge pages, vPMEM or
     # pinning. pagesize may be 0, which does not count.
     if not (nodes or pagesize or pmem

@@ -23,6 +23,7 @@ converted as Nova converts them. Writing applies Nova's backports.
 from healreq.objects import notation
 from healreq.objects import numa
 from healreq.objects import primitive
+from healreq import releases
 
 PrimitiveError = primitive.PrimitiveError
 
@@ -72,12 +73,19 @@ def _check_host_fields(data, what):
                          what + '.cpu_topology')
 
 
-def _migrate_cpuset(document, policy, cpuset, pcpuset, has_uuid, what):
+def _migrate_cpuset(document, policy, cpuset, pcpuset, has_uuid, what,
+                    rule):
     """``(cpuset, pcpuset)`` after Nova's legacy cpuset migration.
 
     InstanceNUMATopology._migrate_legacy_dedicated_instance_cpuset, which
-    Nova runs on every load of a spec or instance topology.
+    Nova runs on every load of a spec or instance topology, by ``rule``
+    (see healreq.releases).
     """
+    if rule == releases.VICTORIA:
+        # Every dedicated cell with CPUs in cpuset, whatever its version.
+        if cpuset and policy == numa.DEDICATED:
+            return frozenset(), cpuset
+        return cpuset, pcpuset
     version = primitive.parse_version(document[primitive.VERSION], what)
     if version < (1, 4) or (version < (1, 6) and policy == numa.MIXED):
         # Left alone, after a warning naming the topology's instance_uuid:
@@ -105,7 +113,7 @@ def _migrate_cpuset(document, policy, cpuset, pcpuset, has_uuid, what):
     return cpuset, pcpuset
 
 
-def _stored_cell(document, index, has_uuid, what):
+def _stored_cell(document, index, has_uuid, what, rule):
     data = primitive.unwrap(document, CELL_NAME, what)
     for field in ('id', 'cpuset', 'memory'):
         if field not in data:
@@ -122,7 +130,7 @@ def _stored_cell(document, index, has_uuid, what):
                           what + '.cpu_thread_policy')
     _check_host_fields(data, what)
     cpuset, pcpuset = _migrate_cpuset(document, policy, cpuset, pcpuset,
-                                      has_uuid, what)
+                                      has_uuid, what, rule)
     return numa.Cell(id=index, cpuset=cpuset, pcpuset=pcpuset, memory=memory,
                      pagesize=pagesize, cpu_policy=policy,
                      cpu_thread_policy=thread_policy)
@@ -153,17 +161,36 @@ def _legacy_topology(document, what):
     return numa.Topology(cells=tuple(cells), emulator_threads_policy=None)
 
 
-def from_primitive(document, what):
-    """Read a stored InstanceNUMATopology as Nova loads it.
+def from_primitive(document, what, release=releases.LATEST):
+    """Read a stored InstanceNUMATopology as ``release`` loads it.
 
     ``document`` is a primitive (or its JSON text); None or JSON null
     gives None. Applies Nova's legacy cpuset migration, reads pre-Liberty
     unversioned topologies, and returns a request form: cells in guest
     order with ``id`` the guest node index, host pinning dropped. Raises
-    PrimitiveError for anything Nova 34 could not load.
+    PrimitiveError for anything that release could not load, and
+    AmbiguousTopology for a legacy topology its point releases load
+    differently.
     """
     if isinstance(document, (str, bytes, bytearray)):
         document = primitive.load_json(document, what)
+    outcomes = []
+    for rule in release.legacy_cell_rules:
+        try:
+            outcomes.append((_load(document, what, rule), None))
+        except numa.UnloadableTopology as exc:
+            outcomes.append((None, exc))
+    topology, error = outcomes[0]
+    if len({(loaded, failed is None) for loaded, failed in outcomes}) > 1:
+        raise numa.AmbiguousTopology(
+            '%s holds legacy NUMA cells that the point releases of %s '
+            'load differently' % (what, release.series))
+    if error is not None:
+        raise error
+    return topology
+
+
+def _load(document, what, rule):
     if document is None:
         return None
     if (isinstance(document, dict) and primitive.NAME not in document
@@ -183,7 +210,7 @@ def from_primitive(document, what):
                    what + '.emulator_threads_policy')
     return numa.Topology(
         cells=tuple(_stored_cell(cell, index, 'instance_uuid' in data,
-                                 '%s.cells[%d]' % (what, index))
+                                 '%s.cells[%d]' % (what, index), rule)
                     for index, cell in enumerate(cells)),
         emulator_threads_policy=policy)
 

@@ -14,33 +14,30 @@
 """Which object versions to write.
 
 A heal must produce rows the deployment's own Nova can load: never a
-version newer than it runs, never a field the version lacks. Objects
-already in the spec keep their stored version. Objects the spec did not
-have are stamped with the highest version of that object seen in the
-newest specs of the deployment (its running Nova wrote them), or, when
-none holds that object, with the versions of the oldest Nova release
-still supported (2026.1).
+version newer than its release loads, never a field the version lacks.
+Objects already in the spec keep their stored version. Objects the spec
+did not have are stamped with the highest version of that object seen in
+the newest specs of the deployment (its running Nova wrote them), capped
+at the newest version the deployment's release loads; when no spec holds
+that object, with that newest version.
 """
 
 from healreq.objects import primitive
-
-OLDEST_SUPPORTED = {
-    'RequestSpec': '1.15',
-    'Flavor': '1.2',
-    'ImageMeta': '1.8',
-    'ImageMetaProps': '1.42',
-    'InstanceNUMATopology': '1.3',
-    'InstanceNUMACell': '1.6',
-    'InstancePCIRequests': '1.1',
-    'InstancePCIRequest': '1.4',
-}
+from healreq import releases
 
 
 class VersionProfile(object):
-    """Highest object versions seen in stored documents."""
+    """The deployment's release and the object versions its specs hold."""
 
-    def __init__(self):
+    def __init__(self, release=releases.LATEST):
+        self.release = release
         self._seen = {}
+
+    def for_release(self, release):
+        """The same observations, for ``release``."""
+        profile = VersionProfile(release)
+        profile._seen = self._seen
+        return profile
 
     def observe(self, document):
         """Record the versions of every envelope nested in ``document``."""
@@ -67,11 +64,25 @@ class VersionProfile(object):
         if known is None or parsed > known[0]:
             self._seen[name] = (parsed, version)
 
+    def highest_seen(self, name):
+        """``(major, minor)`` of the newest ``name`` seen, or None."""
+        known = self._seen.get(name)
+        return None if known is None else known[0]
+
+    def can_write(self, name, version):
+        """Whether the deployment's release loads ``name`` at ``version``."""
+        try:
+            parsed = primitive.parse_version(version, name)
+        except primitive.PrimitiveError:
+            return False
+        return self.release.can_load(name, parsed)
+
     def version(self, name):
         """The version to stamp on a newly built ``name`` object."""
-        if name in self._seen:
-            return self._seen[name][1]
-        return OLDEST_SUPPORTED[name]
+        known = self._seen.get(name)
+        if known is not None and self.release.can_load(name, known[0]):
+            return known[1]
+        return '%d.%d' % self.release.newest(name)
 
 
 def version_of(document, default):

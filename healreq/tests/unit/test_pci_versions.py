@@ -18,6 +18,7 @@ import testtools
 from healreq.objects import pci
 from healreq.objects import primitive
 from healreq.objects import versions
+from healreq import releases
 from healreq.testing import deployment as dep
 
 T4 = {'count': 1, 'spec': [{'vendor_id': '10de', 'product_id': '1eb8'}],
@@ -98,9 +99,24 @@ class PciTest(testtools.TestCase):
 
 
 class VersionProfileTest(testtools.TestCase):
-    def test_defaults_to_oldest_supported_release(self):
+    def test_defaults_to_the_newest_of_the_release(self):
+        self.assertEqual('1.44', versions.VersionProfile().version(
+            'ImageMetaProps'))
+        zed = versions.VersionProfile(releases.by_name('zed'))
+        self.assertEqual('1.34', zed.version('ImageMetaProps'))
+        self.assertEqual('1.14', zed.version('RequestSpec'))
+
+    def test_never_above_what_the_release_loads(self):
         profile = versions.VersionProfile()
-        self.assertEqual('1.42', profile.version('ImageMetaProps'))
+        profile.observe(dep.request_spec(
+            'u', dep.flavor(1, 'f'), spec_image=dep.image(
+                props_version='1.44')))
+        caracal = profile.for_release(releases.by_name('2024.1'))
+        self.assertEqual('1.37', caracal.version('ImageMetaProps'))
+        self.assertEqual('1.44', profile.version('ImageMetaProps'))
+        self.assertFalse(caracal.can_write('ImageMetaProps', '1.38'))
+        self.assertTrue(caracal.can_write('ImageMetaProps', '1.37'))
+        self.assertFalse(caracal.can_write('ImageMetaProps', None))
 
     def test_highest_version_seen_wins(self):
         profile = versions.VersionProfile()

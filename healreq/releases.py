@@ -1,0 +1,198 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The Nova releases healreq supports, and what differs between them.
+
+Each Release records what a deployment's own Nova does differently from
+the others: the newest object versions it can load, the page-size units
+its oslo.utils parses, the version-predicate grammar of its
+oslo.versionedobjects, whether numa_get_constraints checks memory
+encryption, and how it loads legacy stored NUMA cells. Derivations take
+the Release of the deployment; ``detect`` tells it from the deployment's
+own records.
+"""
+
+import dataclasses
+
+# How a release loads a stored InstanceNUMACell older than 1.6
+# (InstanceNUMATopology._migrate_legacy_dedicated_instance_cpuset):
+# VICTORIA moves the cpuset of any dedicated cell into pcpuset; CURRENT
+# is the rule of the fix for bug 2097360, which looks at each cell's
+# version. Releases where the fix came in a point release load by either.
+VICTORIA = 'victoria'
+CURRENT = 'current'
+
+# oslo.versionedobjects' check of a version predicate such as '>=1.0':
+# distutils' StrictVersion grammar, or the packaging grammar (ovo 3.6 on).
+DISTUTILS = 'distutils'
+PACKAGING = 'packaging'
+
+# Objects whose newest version is the same in every supported release.
+_SAME_EVERYWHERE = {
+    'Flavor': (1, 2),
+    'ImageMeta': (1, 8),
+    'InstanceNUMATopology': (1, 3),
+    'InstanceNUMACell': (1, 6),
+    'InstancePCIRequests': (1, 1),
+    'InstancePCIRequest': (1, 4),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    """What one Nova release does, where releases differ."""
+
+    series: str
+    codename: str
+    nova: int
+    # SERVICE_VERSION of nova/objects/service.py.
+    service_version: int
+    # Newest RequestSpec and ImageMetaProps versions it loads.
+    spec_version: tuple
+    props_version: tuple
+    # Head revision of its API database migrations.
+    api_schema_head: str
+    # Unit prefixes oslo.utils' string_to_bytes knows (oslo.utils < 6.2:
+    # up to T).
+    page_size_prefixes: str
+    version_predicates: str
+    numa_checks_memory_encryption: bool
+    # Every rule by which one of its point releases loads legacy cells.
+    legacy_cell_rules: tuple
+
+    @property
+    def label(self):
+        """E.g. ``2024.1 Caracal (Nova 29)``."""
+        return '%s %s (Nova %d)' % (self.series, self.codename.capitalize(),
+                                    self.nova)
+
+    def newest(self, name):
+        """``(major, minor)`` of the newest ``name`` version it loads."""
+        if name == 'RequestSpec':
+            return self.spec_version
+        if name == 'ImageMetaProps':
+            return self.props_version
+        return _SAME_EVERYWHERE[name]
+
+    def can_load(self, name, version):
+        """Whether it loads ``name`` at ``version`` (a parsed tuple)."""
+        newest = self.newest(name)
+        return version[0] == newest[0] and version <= newest
+
+
+_OLD_API_HEAD = 'd67eeaabee36'
+_API_HEAD = 'cdeec0c85668'
+_UP_TO_T = 'KMGT'
+_UP_TO_Q = 'KMGTPEZYRQ'
+_EITHER = (VICTORIA, CURRENT)
+
+# Oldest first. The bug 2097360 fix reached 28.3.1, 29.4.0 and 30.3.0 but
+# not their .0 releases, and never 26 or 27.
+RELEASES = (
+    Release('2022.2', 'zed', 26, 64, (1, 14), (1, 34), _OLD_API_HEAD,
+            _UP_TO_T, DISTUTILS, False, (VICTORIA,)),
+    Release('2023.1', 'antelope', 27, 66, (1, 14), (1, 34), _OLD_API_HEAD,
+            _UP_TO_T, DISTUTILS, False, (VICTORIA,)),
+    Release('2023.2', 'bobcat', 28, 66, (1, 14), (1, 34), _API_HEAD,
+            _UP_TO_Q, DISTUTILS, False, _EITHER),
+    Release('2024.1', 'caracal', 29, 67, (1, 15), (1, 37), _API_HEAD,
+            _UP_TO_Q, DISTUTILS, False, _EITHER),
+    Release('2024.2', 'dalmatian', 30, 67, (1, 15), (1, 38), _API_HEAD,
+            _UP_TO_Q, DISTUTILS, False, _EITHER),
+    Release('2025.1', 'epoxy', 31, 68, (1, 15), (1, 39), _API_HEAD,
+            _UP_TO_Q, PACKAGING, False, (CURRENT,)),
+    Release('2025.2', 'flamingo', 32, 70, (1, 15), (1, 42), _API_HEAD,
+            _UP_TO_Q, PACKAGING, False, (CURRENT,)),
+    Release('2026.1', 'gazpacho', 33, 72, (1, 15), (1, 42), _API_HEAD,
+            _UP_TO_Q, PACKAGING, False, (CURRENT,)),
+    Release('2026.2', 'hibiscus', 34, 74, (1, 15), (1, 44), _API_HEAD,
+            _UP_TO_Q, PACKAGING, True, (CURRENT,)),
+)
+
+OLDEST = RELEASES[0]
+LATEST = RELEASES[-1]
+
+
+def names():
+    """Every accepted spelling, series first: ``2022.2``, ``zed``..."""
+    return ([r.series for r in RELEASES] + [r.codename for r in RELEASES]
+            + [str(r.nova) for r in RELEASES])
+
+
+def by_name(text):
+    """The Release named by its series, codename or Nova major version.
+
+    Raises ValueError naming the accepted names.
+    """
+    wanted = text.strip().lower()
+    for release in RELEASES:
+        if wanted in (release.series, release.codename, str(release.nova)):
+            return release
+    raise ValueError('unknown Nova release %r; supported: %s'
+                     % (text, ', '.join(r.series for r in RELEASES)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Detection:
+    """The release a deployment runs, and why healreq believes it.
+
+    ``release`` is None when nothing tells; ``supported`` is False for a
+    deployment older or newer than every supported release (its rules are
+    then only approximated by the nearest one, and nothing is written).
+    """
+    release: Release
+    source: str
+    evidence: str
+    supported: bool = True
+
+
+def detect(service_version, api_schema_head, props_version):
+    """The Release matching what the deployment's records say.
+
+    ``service_version`` is the lowest version of the live services that
+    load RequestSpecs (None if none is registered); ``api_schema_head``
+    the API database's migration head; ``props_version`` the highest
+    ImageMetaProps version of its newest specs. Releases sharing a
+    service version are told apart by the schema head (2023.1/2023.2)
+    or by ImageMetaProps (2024.1/2024.2); without that evidence the older
+    one is taken, whose rules and object versions are the safer.
+    """
+    if service_version is None:
+        return Detection(None, 'detected', 'no live Nova service '
+                         'registered in any cell', supported=False)
+    evidence = 'service version %d' % service_version
+    if service_version > LATEST.service_version:
+        return Detection(LATEST, 'detected', evidence + ', newer than '
+                         + LATEST.label, supported=False)
+    if service_version < OLDEST.service_version:
+        return Detection(OLDEST, 'detected', evidence + ', older than '
+                         + OLDEST.label, supported=False)
+    reached = [r for r in RELEASES if r.service_version <= service_version]
+    tied = [r for r in reached
+            if r.service_version == reached[-1].service_version]
+    chosen = tied[0]
+    for candidate in tied[1:]:
+        if (candidate.api_schema_head != chosen.api_schema_head
+                and api_schema_head == candidate.api_schema_head):
+            chosen = candidate
+            evidence += ', API schema %s' % api_schema_head
+        elif (candidate.props_version > chosen.props_version
+              and props_version is not None
+              and props_version >= candidate.props_version):
+            chosen = candidate
+            evidence += ', ImageMetaProps %d.%d in specs' % props_version
+    return Detection(chosen, 'detected', evidence)
+
+
+def named(release):
+    """The Detection for a release the operator named."""
+    return Detection(release, 'option', 'named by the operator')
