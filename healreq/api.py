@@ -58,6 +58,7 @@ from healreq.heal.findings import Status
 from healreq.heal import replay
 from healreq.heal import writer
 from healreq import metrics
+from healreq import releases
 
 
 @dataclasses.dataclass
@@ -105,6 +106,21 @@ def settings(conf, force=False, checked_fields=None):
     if checked_fields is not None:
         values['checked_fields'] = checked_fields
     return decisions.Settings(**values)
+
+
+def target_release(conf, name=None):
+    """The Release named by ``name`` or ``[healreq]/target_release``.
+
+    None when neither names one (the release is then detected). Raises
+    InvalidInput for a name that is not a supported release.
+    """
+    name = name if name is not None else conf.healreq.target_release
+    if name is None:
+        return None
+    try:
+        return releases.by_name(name)
+    except ValueError as exc:
+        raise exception.InvalidInput(str(exc))
 
 
 def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
@@ -198,8 +214,8 @@ def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
     def work(api_engine, store, run_id, changes):
         return replay.Replayer(
             api_engine, conf.database.connection, settings(conf), store,
-            run_id, dry_run=dry_run, clock=clock,
-            rederive=rederive).run(changes)
+            run_id, dry_run=dry_run, clock=clock, rederive=rederive,
+            target_release=target_release(conf)).run(changes)
 
     with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
             store):

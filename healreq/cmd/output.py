@@ -68,11 +68,39 @@ def json_chunks(report, exit_code, run_id=None):
         'dry_run': report.dry_run,
         'more_remain': report.more_remain,
         'exit_code': int(exit_code),
+        'release': _release_dict(report.release),
         'cells': [_cell_dict(c) for c in report.cells],
         'results': [_finding_dict(f) for f in report.findings],
         'notices': [_finding_dict(f) for f in report.notices],
     }
     return json.JSONEncoder(indent=2).iterencode(document)
+
+
+def _release_dict(detection):
+    if detection is None:
+        return None
+    release = detection.release
+    return {
+        'series': release and release.series,
+        'codename': release and release.codename,
+        'nova': release and release.nova,
+        'source': detection.source,
+        'evidence': detection.evidence,
+        'supported': detection.supported,
+    }
+
+
+def release_line(detection):
+    """E.g. ``Nova release: 2024.1 Caracal (Nova 29), detected from ...``."""
+    if detection.release is None:
+        return 'Nova release: unknown (%s)' % detection.evidence
+    how = (detection.evidence if detection.source == 'option'
+           else 'detected from %s' % detection.evidence)
+    line = 'Nova release: %s, %s' % (detection.release.label, how)
+    if not detection.supported:
+        line += '; not supported: its rules are approximated, and nothing '
+        line += 'is written'
+    return line
 
 
 def _counts(values):
@@ -139,6 +167,8 @@ def text_lines(report, exit_code, verbose=False, list_skipped=False,
         counts['instances_checked'] = cell.checked
         yield 'Cell %s: %s' % (label, _counts(counts))
     yield 'Total: %s' % _counts(report.summary())
+    if report.release is not None:
+        yield release_line(report.release)
     if hidden:
         yield ('%d skipped instance(s) not listed; --verbose lists them.'
                % hidden)

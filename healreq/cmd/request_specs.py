@@ -23,6 +23,7 @@ from healreq.cmd import progress
 from healreq import exception
 from healreq.heal import engine as heal_engine
 from healreq.heal import field_checks
+from healreq import releases
 
 # Bounds of the numeric options. Values outside them are refused (exit 127)
 # before anything is read: an infinite pause, a rate that never lets a batch
@@ -80,6 +81,15 @@ def _add_selection_options(parser):
                         help='Comma-separated RequestSpec fields to check '
                              'and heal (default: all): %s.'
                              % ', '.join(field_checks.FIELD_NAMES))
+    parser.add_argument('--target-release', metavar='RELEASE',
+                        help='Apply the rules and object versions of this '
+                             'Nova release (series, codename or Nova '
+                             'major version, e.g. 2023.1, antelope or 27) '
+                             'instead of the one detected from the '
+                             'deployment (default: '
+                             '[healreq]/target_release, else detected). '
+                             'Supported: %s.' % ', '.join(
+                                 r.series for r in releases.RELEASES))
 
 
 def _add_pacing_options(parser):
@@ -144,6 +154,7 @@ def _options(conf):
         collect_plan=bool(command.plan), sleep=command.sleep,
         workers=command.workers,
         max_rate=command.max_rate,
+        target_release=api.target_release(conf, command.target_release),
         settings=api.settings(conf, command.force, checked))
 
 

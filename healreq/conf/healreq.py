@@ -44,6 +44,14 @@ healreq_opts = [
                     'than this many seconds old, so as not to race an '
                     'operation that has read the spec but not yet saved '
                     'it.'),
+    cfg.StrOpt('target_release',
+               help='The Nova release the deployment runs, by series, '
+                    'codename or Nova major version (for example 2023.1, '
+                    'antelope or 27), whose rules and object versions '
+                    'healreq then applies. Default: detected from the '
+                    'service versions in the cell databases, the API '
+                    'schema and the newest specs. --target-release '
+                    'overrides it.'),
 ]
 
 

@@ -148,3 +148,12 @@ def get_newest_specs(conn, limit):
     t = tables.request_specs
     query = sa.select(t.c.spec).order_by(t.c.id.desc()).limit(limit)
     return [row.spec for row in conn.execute(query)]
+
+
+_ALEMBIC_VERSION = sa.table('alembic_version', sa.column('version_num'))
+
+
+def get_schema_heads(conn):
+    """The revisions alembic records as applied to the API database."""
+    query = sa.select(_ALEMBIC_VERSION.c.version_num)
+    return [row.version_num for row in conn.execute(query)]

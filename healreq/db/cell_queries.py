@@ -203,3 +203,12 @@ def get_root_block_devices(conn, instance_uuids):
     """Live boot_index 0 block device mappings grouped by instance."""
     return rows.grouped(_by_uuids(conn, 'root_devices', instance_uuids),
                         'instance_uuid')
+
+
+def get_lowest_service_versions(conn):
+    """``{binary: lowest version}`` of the cell's live services."""
+    s = tables.services
+    query = sa.select(s.c.binary, sa.func.min(s.c.version)).where(
+        s.c.deleted == 0).group_by(s.c.binary)
+    return {binary: version for binary, version in conn.execute(query)
+            if version is not None}

@@ -14,7 +14,10 @@
 
 Mirrors the schema created by Nova 34.0.0's migrations (API head
 cdeec0c85668, cell head ab450ba04102): same names, column types,
-nullability, unique keys and the indexes our queries rely on. Only the
+nullability, unique keys and the indexes our queries rely on. Every
+column declared here exists, alike, from Zed's schema (API head
+d67eeaabee36, cell head ccb0fa1a2252) on; the compat tests check that
+against the migrations of each release they run with. Only the
 columns healreq uses are declared; a real deployment has more, which is
 harmless because every statement names its columns.
 """
@@ -180,4 +183,20 @@ migrations = sa.Table(
     sa.UniqueConstraint('uuid', name='uniq_migrations0uuid'),
     sa.Index('migrations_instance_uuid_and_status_idx',
              'deleted', 'instance_uuid', 'status'),
+    **_MYSQL_TABLE_ARGS)
+
+# Read only, to tell which Nova release runs (see healreq.releases).
+services = sa.Table(
+    'services', cell_metadata,
+    *_timestamps(),
+    sa.Column('deleted_at', sa.DateTime),
+    sa.Column('deleted', sa.Integer),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('host', sa.String(255)),
+    sa.Column('binary', sa.String(255)),
+    sa.Column('topic', sa.String(255)),
+    sa.Column('report_count', sa.Integer, nullable=False, default=0),
+    sa.Column('version', sa.Integer, default=0),
+    sa.UniqueConstraint('host', 'binary', 'deleted',
+                        name='uniq_services0host0binary0deleted'),
     **_MYSQL_TABLE_ARGS)

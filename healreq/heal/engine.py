@@ -66,6 +66,8 @@ class Options:
     workers: int = 1
     sleep: float = 0.0
     max_rate: float = None
+    # A releases.Release named by the operator, instead of detecting it.
+    target_release: object = None
     settings: decisions.Settings = dataclasses.field(
         default_factory=decisions.Settings)
 
@@ -157,7 +159,12 @@ class Engine(object):
     def run(self):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
-        self.profile = records.learn_versions(self.api_engine)
+        detection, self.profile = records.learn_deployment(
+            self.api_engine, self.reference_url,
+            self.options.target_release, self._connect)
+        self.report.release = detection
+        if not self.options.dry_run:
+            records.check_release_writable(detection)
         self.writer.check_writable()
         self._started = self._monotonic()
         if self.options.instance_uuid and not cells:

@@ -218,6 +218,8 @@ class RunReport:
     # (finding, spec row, new spec text) of each would-be heal, for --plan.
     planned: list = dataclasses.field(default_factory=list)
     more_remain: bool = False
+    # The releases.Detection whose rules the run applied.
+    release: object = None
 
     def summary(self):
         totals = dict.fromkeys(SUMMARY_KEYS, 0)

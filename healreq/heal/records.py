@@ -21,6 +21,7 @@ ApiDatabaseError, so that no caller mistakes them for a cell's.
 import dataclasses
 
 from oslo_db import exception as db_exc
+from oslo_log import log as logging
 
 from healreq.db import api_queries
 from healreq.db import cell_queries
@@ -31,9 +32,16 @@ from healreq.heal import decisions
 from healreq.heal import field_checks
 from healreq.objects import primitive
 from healreq.objects import versions
+from healreq import releases
+
+LOG = logging.getLogger(__name__)
 
 # How many of the newest specs tell which object versions to write.
 VERSION_SAMPLE = 100
+
+# The services that load RequestSpecs from the database: the release of
+# the oldest of them decides the rules and the object versions.
+SPEC_READERS = ('nova-osapi_compute', 'nova-conductor', 'nova-scheduler')
 
 
 def learn_versions(api_engine):
@@ -53,6 +61,87 @@ def learn_versions(api_engine):
         except primitive.PrimitiveError:
             continue
     return profile
+
+
+def learn_deployment(api_engine, reference_url, target_release=None,
+                     connect=engines.create_engine):
+    """``(detection, profile)``: the Nova release the deployment runs.
+
+    ``target_release`` (a releases.Release the operator named) overrides
+    what the deployment's records say: the lowest service version of the
+    spec readers in any cell, the API schema head and the ImageMetaProps
+    versions of the newest specs (see releases.detect). The profile
+    carries the release's rules (the newest release's when none is
+    known) and the object versions to write.
+    """
+    profile = learn_versions(api_engine)
+    if target_release is not None:
+        detection = releases.named(target_release)
+    else:
+        detection = releases.detect(
+            lowest_service_version(api_engine, reference_url, connect),
+            _api_schema_head(api_engine),
+            profile.highest_seen('ImageMetaProps'))
+    return detection, profile.for_release(detection.release
+                                          or releases.LATEST)
+
+
+def check_release_writable(detection):
+    """Raise InvalidInput unless healreq may write to this release."""
+    if detection.supported:
+        return
+    if detection.release is None:
+        problem = 'cannot tell which Nova release runs (%s)' % (
+            detection.evidence)
+    else:
+        problem = 'the deployment runs no supported Nova release (%s)' % (
+            detection.evidence)
+    raise exception.InvalidInput(
+        '%s: refusing to write; --dry-run still reports, and '
+        '--target-release names the release if it is known' % problem)
+
+
+def lowest_service_version(api_engine, reference_url, connect):
+    """The lowest version of the live spec readers in any cell.
+
+    If no cell registers a spec reader, the lowest of any live service;
+    None if there is none. A cell that cannot be read is left out (its
+    walk reports it).
+    """
+    with exception.reraised_as(exception.ApiDatabaseError):
+        with api_engine.connect() as conn:
+            cells = api_queries.get_cells(conn)
+    lowest = {}
+    for cell in cells:
+        try:
+            engine = connect_cell(cell, reference_url, connect)
+        except exception.CellDatabaseError as exc:
+            LOG.warning('Release detection skips cell %s: %s',
+                        cell['uuid'], exc)
+            continue
+        try:
+            with engine.connect() as conn:
+                found = cell_queries.get_lowest_service_versions(conn)
+        except exception.DB_ERRORS as exc:
+            LOG.warning('Release detection skips cell %s: %s',
+                        cell['uuid'], cell_error(cell, exc))
+            continue
+        finally:
+            engine.dispose()
+        for binary, version in found.items():
+            lowest[binary] = min(version, lowest.get(binary, version))
+    readers = [lowest[b] for b in SPEC_READERS if b in lowest]
+    return min(readers or lowest.values(), default=None)
+
+
+def _api_schema_head(api_engine):
+    """The API database's migration head, or None if it does not say."""
+    try:
+        with api_engine.connect() as conn:
+            heads = api_queries.get_schema_heads(conn)
+    except exception.DB_ERRORS:
+        return None
+    return heads[0] if len(heads) == 1 else None
 
 
 def connect_cell(cell, reference_url, connect=engines.create_engine):

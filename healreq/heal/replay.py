@@ -46,13 +46,16 @@ class Replayer(object):
 
     def __init__(self, api_engine, reference_url, settings, audit, run_id,
                  dry_run=False, connect=engines.create_engine,
-                 clock=clock_module.utcnow, rederive=False):
+                 clock=clock_module.utcnow, rederive=False,
+                 target_release=None):
         """Prepare writing recorded changes.
 
         With ``rederive`` (apply), a change is written only if a heal
-        would write exactly its new value now.
+        would write exactly its new value now, by the rules of the
+        deployment's release (``target_release`` if named).
         """
         self.rederive = rederive
+        self.target_release = target_release
         self.profile = None
         self.api_engine = api_engine
         self.reference_url = reference_url
@@ -77,7 +80,12 @@ class Replayer(object):
                     mappings = api_queries.get_instance_mappings(
                         conn, [c.instance_uuid for c in changes])
             if self.rederive:
-                self.profile = records.learn_versions(self.api_engine)
+                detection, self.profile = records.learn_deployment(
+                    self.api_engine, self.reference_url,
+                    self.target_release, self._connect)
+                self.report.release = detection
+                if changes and not self.report.dry_run:
+                    records.check_release_writable(detection)
             if changes:
                 self.writer.check_writable()
             for change in changes:

@@ -176,13 +176,21 @@ class Deployment(object):
                 cell.engine.dispose()
 
     def add_cell(self, name, url, stored_url=None, uuid=None,
-                 create_schema=True):
-        """Map a cell; ``stored_url`` is what cell_mappings holds."""
+                 create_schema=True, service_version=74):
+        """Map a cell; ``stored_url`` is what cell_mappings holds.
+
+        The cell registers a nova-conductor and a nova-compute of
+        ``service_version`` (74: Nova 34), unless that is None.
+        """
         uuid = uuid or str(uuidlib.uuid4())
         engine = None
         if create_schema:
             engine = sa.create_engine(url)
             tables.cell_metadata.create_all(engine)
+            if service_version is not None:
+                for binary in ('nova-conductor', 'nova-compute'):
+                    add_service(engine, binary, service_version,
+                                host='%s-%s' % (name, binary))
         with self.api_engine.begin() as conn:
             result = conn.execute(tables.cell_mappings.insert().values(
                 uuid=uuid, name=name, created_at=LONG_AGO,
@@ -262,6 +270,15 @@ class Deployment(object):
         with self.api_engine.begin() as conn:
             conn.execute(t.update().where(
                 t.c.instance_uuid == instance_uuid).values(spec=text))
+
+
+def add_service(engine, binary, version, host='controller-1'):
+    """Register a live Nova service of ``version`` in a cell database."""
+    with engine.begin() as conn:
+        conn.execute(tables.services.insert().values(
+            host=host, binary=binary, topic=binary.replace('nova-', ''),
+            report_count=1, version=version, deleted=0,
+            created_at=LONG_AGO))
 
 
 def _insert_instance(conn, uuid, cur_data, updated_at, image_ref, host,

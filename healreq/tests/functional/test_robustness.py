@@ -163,7 +163,7 @@ def learnt_versions(document):
         clean, fed = _profile(base), _profile(base, parsed.document)
     except (ValueError, RecursionError):
         return []  # the oracle says what the engine does with it
-    return sorted(name for name in versions.OLDEST_SUPPORTED
+    return sorted(name for name in primitive.NEWEST
                   if clean.version(name) != fed.version(name))
 
 
@@ -246,7 +246,7 @@ def select(mysql, seed=corpus.SEED):
             taken = []
             for group, limit in (
                     ('crash', MAX_CRASHING),
-                    ('teaching-versions', len(versions.OLDEST_SUPPORTED)),
+                    ('teaching-versions', len(primitive.NEWEST)),
                     ('malformed-accepted', MAX_MALFORMED_ACCEPTED),
                     (Status.DRIFTED.value, MIN_DRIFTED), ('error', quota),
                     (Status.DRIFTED.value, quota),

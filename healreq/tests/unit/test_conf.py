@@ -94,6 +94,7 @@ class ListOptsTest(testtools.TestCase):
                           ('database', 'connection'),
                           ('healreq', 'batch_size'),
                           ('healreq', 'skip_updated_within'),
+                          ('healreq', 'target_release'),
                           ('healreq', 'state_path'),
                           ('healreq', 'audit_connection')}, registered)
 
