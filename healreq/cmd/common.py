@@ -38,7 +38,7 @@ exit codes:
   3    a write was refused because the row changed concurrently
   4    nothing to heal: every checked instance is consistent
   127  invalid input (bad UUID, unknown cell or instance, conflicting
-       options)
+       options, a Nova release that is not supported, when writing)
   130  interrupted by SIGINT: stopped after the current batch, what was
        done is reported and the audit run is closed with this code
   143  terminated by SIGTERM (as for 130)
