@@ -33,15 +33,12 @@ import dataclasses
 import json
 import os
 import time
-import urllib.parse
 
 from oslo_config import cfg
-from oslo_db.sqlalchemy import engines as oslo_engines
 import sqlalchemy
 import sqlalchemy.engine
 import sqlalchemy.exc
 
-from healreq.audit import migrations as audit_migrations
 from healreq.audit import plan
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
@@ -327,7 +324,7 @@ def open_audit(conf, read_only=False):
     url = audit_url(conf)
     try:
         if read_only:
-            store = _read_only_store(url)
+            store = audit_store.open_read_only(url)
             if store is not None:
                 return store
         return audit_store.AuditStore(url)
@@ -340,44 +337,6 @@ def open_audit(conf, read_only=False):
         raise exception.AuditStoreError(
             urls.mask_password('cannot open %s: %s' % (url, reason)),
             exit_code=ExitCode.INVALID_INPUT)
-
-
-class _ReadOnlyAuditStore(audit_store.AuditStore):
-    """An AuditStore on an engine that only reads; never migrated."""
-
-    def __init__(self, engine):
-        self.engine = engine
-        self._leases = {}  # it starts no run, so it holds no lease
-
-
-def _read_only_store(url):
-    """A read-only store on an existing SQLite file at the head revision.
-
-    None where that does not apply (another backend, no file yet, an
-    older schema): the store is then opened as usual.
-    """
-    path = sqlalchemy.engine.make_url(url).database
-    if not url.startswith('sqlite') or not path or path == ':memory:' or (
-            not os.path.isfile(path)):
-        return None
-    engine = oslo_engines.create_engine(
-        'sqlite:///file:%s?mode=ro&uri=true'
-        % urllib.parse.quote(os.path.abspath(path)), max_retries=0)
-    version = sqlalchemy.table(audit_migrations.VERSION_TABLE,
-                               sqlalchemy.column('version_num'))
-    try:
-        with engine.connect() as conn:
-            current = conn.execute(sqlalchemy.select(
-                version.c.version_num)).scalars().all()
-    except exception.DB_ERRORS:
-        current = None  # no version table: a legacy or empty store
-    except Exception:
-        engine.dispose()
-        raise
-    if current == [audit_migrations.scripts().get_current_head()]:
-        return _ReadOnlyAuditStore(engine)
-    engine.dispose()
-    return None
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ import json
 import os
 import socket
 import time
+import urllib.parse
 import uuid as uuidlib
 
 from oslo_db.sqlalchemy import engines
@@ -92,6 +93,17 @@ class AuditStore(object):
         migrations.upgrade(self.engine)
         # The leases of the runs this store started and has not ended.
         self._leases = {}
+
+    @classmethod
+    def reading(cls, engine):
+        """A store on ``engine`` that only reads.
+
+        It is never migrated, and starts no run, so it holds no lease.
+        """
+        store = cls.__new__(cls)
+        store.engine = engine
+        store._leases = {}
+        return store
 
     def dispose(self):
         """Release every lease still held, then close the connections."""
@@ -296,3 +308,33 @@ def _recovered_state(change, text):
         return REFUSED, 'recovered: interrupted before the write'
     return UNKNOWN, ('recovered: the row holds neither value; it '
                      'changed after the interrupted run')
+
+
+def open_read_only(url):
+    """A read-only store on an existing SQLite file at the head revision.
+
+    None where that does not apply (another backend, no file yet, an
+    older schema): the store is then opened as usual.
+    """
+    path = sa.engine.make_url(url).database
+    if not url.startswith('sqlite') or not path or path == ':memory:' or (
+            not os.path.isfile(path)):
+        return None
+    engine = engines.create_engine(
+        'sqlite:///file:%s?mode=ro&uri=true'
+        % urllib.parse.quote(os.path.abspath(path)), max_retries=0)
+    version_table = sa.table(migrations.VERSION_TABLE,
+                             sa.column('version_num'))
+    try:
+        with engine.connect() as conn:
+            current = conn.execute(sa.select(
+                version_table.c.version_num)).scalars().all()
+    except exception.DB_ERRORS:
+        current = None  # no version table: a legacy or empty store
+    except Exception:
+        engine.dispose()
+        raise
+    if current == [migrations.scripts().get_current_head()]:
+        return AuditStore.reading(engine)
+    engine.dispose()
+    return None

@@ -16,7 +16,7 @@ Mirrors the schema created by Nova 34.0.0's migrations (API head
 cdeec0c85668, cell head ab450ba04102): same names, column types,
 nullability, unique keys and the indexes our queries rely on. Every
 column declared here exists, alike, from Zed's schema (API head
-d67eeaabee36, cell head ccb0fa1a2252) on; the compat tests check that
+b30f573d3377, cell head ccb0fa1a2252) on; the compat tests check that
 against the migrations of each release they run with. Only the
 columns healreq uses are declared; a real deployment has more, which is
 harmless because every statement names its columns.
