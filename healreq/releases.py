@@ -89,7 +89,9 @@ class Release:
         return version[0] == newest[0] and version <= newest
 
 
-_OLD_API_HEAD = 'd67eeaabee36'
+# API database heads: Zed and 2023.1 end at b30f573d3377 (which drops
+# unused build_requests columns), 2023.2 on at cdeec0c85668.
+_OLD_API_HEAD = 'b30f573d3377'
 _API_HEAD = 'cdeec0c85668'
 _UP_TO_T = 'KMGT'
 _UP_TO_Q = 'KMGTPEZYRQ'

@@ -19,8 +19,14 @@ NUMA cells with gaps, inheritable and skipped keys, plus seeded random
 mixtures) go through both ``image.image_from_system_metadata`` and Nova's
 ``ImageMeta.from_instance``; both must give the same image or both refuse.
 The derived properties are then written at every ImageMetaProps version
-by us and by Nova's ``obj_to_primitive`` and must agree, and Nova must
-load what we write.
+the installed Nova knows by us and by Nova's ``obj_to_primitive`` and must
+agree, and Nova must load what we write.
+
+Our side is always called with the installed Nova's release
+(``base.RELEASE``): the fields, enum values and version-predicate grammar
+of that release apply. The value pools hold every enum value healreq knows
+(the newest release's), so values too new for the release are tried too
+and must be refused by both.
 """
 
 import json
@@ -34,6 +40,7 @@ from healreq.objects import image_primitive
 from healreq.objects import notation
 from healreq.objects import primitive
 from healreq.tests.compat import base
+from healreq.tests.compat import deliberate
 
 try:
     with warnings.catch_warnings():
@@ -86,7 +93,11 @@ NON_IMAGE_KEYS = {'owner_user_name': 'demo', 'owner_project_name': 'demo',
                   'image_stores': 'rbd'}
 
 
-def _enum_values(valid):
+def _enum_values(valid, newer=()):
+    """Values of an enum: Nova's, variants, aliases, then ``newer``.
+
+    ``newer`` are values healreq knows that this Nova does not.
+    """
     values = list(valid)
     values += [v.upper() for v in valid] + [v.title() for v in valid[:2]]
     values += [' %s' % valid[0], valid[0] + ' ', 'foo', '', 'None']
@@ -97,7 +108,7 @@ def _enum_values(valid):
                   'virtualpcnet32', 'VirtualSriovEthernetCard',
                   'virtualvmxnet', 'virtualvmxnet3', 'Windows', 'LINUX'):
         values.append(alias)
-    return values
+    return values + [v for v in newer if v not in valid]
 
 
 def _field_names():
@@ -127,7 +138,9 @@ def _values(name):
     if isinstance(kind, ovo_fields.VersionPredicate):
         return PREDICATE_VALUES
     if isinstance(kind, ovo_fields.Enum):
-        return _enum_values(kind.valid_values)
+        ours = image.PROPS_FIELDS.get(name, (None,))[0]
+        return _enum_values(kind.valid_values,
+                            image.ENUM_VALUES.get(ours, ()))
     if isinstance(kind, ovo_fields.UUID):
         return UUID_VALUES
     if isinstance(kind, ovo_fields.String):
@@ -150,6 +163,16 @@ def _with_base(index, sysmeta):
         case['image_hw_disk_bus'] = 'virtio'
     case.update(sysmeta)
     return case, IMAGE_REFS[index % len(IMAGE_REFS)]
+
+
+# Cases where healreq deliberately differs from Nova (deliberate.py): in
+# the grid, left out of the differential by name, checked by
+# test_deliberate_differences.
+DELIBERATE_CASES = (
+    {'image_hw_numa_cpus.0': '0-%d' % deliberate.MAX_CPU_IDS},
+    {'image_hw_numa_cpus.0': '0-1',
+     'image_hw_numa_cpus.1': '2-%d,^3' % (deliberate.MAX_CPU_IDS + 2)},
+)
 
 
 def _numa_cases():
@@ -175,6 +198,7 @@ def _numa_cases():
                   'image_hw_numa_mem.1': '1024'})
     cases.append({'image_hw_numa_cpus.0': '0-1',
                   'image_hw_numa_cpus.1': '0-99999'})
+    cases.extend(DELIBERATE_CASES)
     return cases
 
 
@@ -392,14 +416,26 @@ def _strip_changes(document):
 
 
 def _versions(first=0):
-    return ['1.%d' % minor for minor in range(first, 45)]
+    """ImageMetaProps 1.first up to the newest the installed Nova knows."""
+    newest = base.RELEASE.props_version
+    return ['%d.%d' % (newest[0], minor)
+            for minor in range(first, newest[1] + 1)]
+
+
+def _release_enum_values(name, kind):
+    """The values of enum ``kind`` field ``name`` takes in base.RELEASE."""
+    newest = base.RELEASE.props_version
+    too_new = {value for field, value, added in image.TOO_NEW_VALUES
+               if field == name and added > newest}
+    return tuple(v for v in image.ENUM_VALUES[kind] if v not in too_new)
 
 
 class ImageCompatTest(base.NovaTestCase):
-    """Our derivation and primitives against Nova 34.0.0's."""
+    """Our derivation and primitives against the installed Nova's."""
 
     _derived = None
     _grid_size = None
+    _excluded = None
 
     def setUp(self):
         super().setUp()
@@ -409,15 +445,21 @@ class ImageCompatTest(base.NovaTestCase):
         """Run every case through both sides once; keep the outcomes."""
         if cls._derived is None:
             derived = []
+            excluded = {}
             grid, mixtures = all_cases()
             cls._grid_size = len(grid)
             for sysmeta, image_ref in grid + mixtures:
+                name = deliberate.image_case(sysmeta)
+                if name is not None:
+                    excluded[name] = excluded.get(name, 0) + 1
+                    continue
                 ours = _outcome(image.image_from_system_metadata,
-                                dict(sysmeta), image_ref)
+                                dict(sysmeta), image_ref, base.RELEASE)
                 theirs = _outcome(cls._nova_from_instance, sysmeta,
                                   image_ref)
                 derived.append((sysmeta, image_ref, ours, theirs))
             cls._derived = derived
+            cls._excluded = excluded
         return cls._derived
 
     @staticmethod
@@ -426,22 +468,24 @@ class ImageCompatTest(base.NovaTestCase):
                                          system_metadata=dict(sysmeta))
         return nova_objects.ImageMeta.from_instance(instance)
 
-    def _report(self, label, cases, disagreements):
-        summary = '%s: %d cases, %d disagreements' % (
-            label, cases, len(disagreements))
+    def _report(self, label, cases, disagreements, excluded=None):
+        summary = '%s: %d cases%s, %d disagreements' % (
+            label, cases, deliberate.describe(excluded), len(disagreements))
         base.record_summary(summary)
         if disagreements:
             self.fail('%s; first %d:\n%s' % (
                 summary, min(SHOWN, len(disagreements)),
                 '\n'.join(disagreements[:SHOWN])))
 
-    def _kind_problem(self, kind, field):
+    def _kind_problem(self, name, kind, field):
         """Why our field kind does not match Nova's field, or None."""
         nova_type = field._type
         if isinstance(nova_type, ovo_fields.Enum):
-            if tuple(nova_type.valid_values) != image.ENUM_VALUES.get(kind):
+            ours = (_release_enum_values(name, kind)
+                    if kind in image.ENUM_VALUES else None)
+            if tuple(nova_type.valid_values) != ours:
                 return 'enum values %r vs ours %r' % (
-                    nova_type.valid_values, image.ENUM_VALUES.get(kind))
+                    nova_type.valid_values, ours)
             return None
         expected = {
             ovo_fields.FlexibleBooleanField: image.BOOLEAN,
@@ -460,10 +504,13 @@ class ImageCompatTest(base.NovaTestCase):
 
     def test_tables_match_nova(self):
         props_class = nova_objects.ImageMetaProps
-        self.assertEqual(list(props_class.fields), list(image.PROPS_FIELDS))
+        release = base.RELEASE
+        self.assertEqual(list(props_class.fields),
+                         list(image.known_properties(release)))
         problems = []
         for name, field in props_class.fields.items():
-            problem = self._kind_problem(image.PROPS_FIELDS[name][0], field)
+            problem = self._kind_problem(name, image.PROPS_FIELDS[name][0],
+                                         field)
             if problem:
                 problems.append('%s: %s' % (name, problem))
         self.assertEqual([], problems)
@@ -471,9 +518,9 @@ class ImageCompatTest(base.NovaTestCase):
                          list(image.LEGACY_NAMES.items()))
         self.assertEqual(props_class.NUMA_NODES_MAX, notation.NUMA_NODES_MAX)
         self.assertEqual(props_class.VERSION,
-                         '%d.%d' % primitive.NEWEST[image.PROPS_NAME])
+                         '%d.%d' % release.newest(image.PROPS_NAME))
         self.assertEqual(nova_objects.ImageMeta.VERSION,
-                         '%d.%d' % primitive.NEWEST[image.IMAGE_NAME])
+                         '%d.%d' % release.newest(image.IMAGE_NAME))
         self.assertEqual(list(nova_objects.ImageMeta.fields),
                          list(image.IMAGE_FIELDS))
         self.assertEqual(nova_utils.SM_IMAGE_PROP_PREFIX,
@@ -495,8 +542,10 @@ class ImageCompatTest(base.NovaTestCase):
         }
         cases = 0
         disagreements = []
-        for name, (kind, _added) in image.PROPS_FIELDS.items():
-            values = samples.get(kind) or list(image.ENUM_VALUES[kind])
+        for name in image.known_properties(base.RELEASE):
+            kind = image.PROPS_FIELDS[name][0]
+            values = samples.get(kind) or list(
+                _release_enum_values(name, kind))
             for value in values:
                 props = {name: value}
                 nova_props = nova_objects.ImageMetaProps(**props)
@@ -508,7 +557,8 @@ class ImageCompatTest(base.NovaTestCase):
                     if not _agree(mine, novas, _props_data):
                         disagreements.append('%s=%r @%s: ours %r, nova %r' % (
                             name, value, version, mine, novas))
-        self._report('single fields at 1.0-1.44', cases, disagreements)
+        self._report('single fields at 1.0-%s' % _versions()[-1], cases,
+                     disagreements)
 
     def test_from_instance(self):
         derived = self._derive_all()
@@ -526,7 +576,25 @@ class ImageCompatTest(base.NovaTestCase):
         self.assertGreater(len(derived), 5000)
         self.assertGreater(refused, 500)
         self.assertGreater(len(derived) - refused, 2500)
-        self._report('from_instance', len(derived), disagreements)
+        self._report('from_instance', len(derived), disagreements,
+                     self._excluded)
+
+    def test_deliberate_differences(self):
+        """Each case left out by name differs from Nova as stated."""
+        problems = []
+        for sysmeta in DELIBERATE_CASES:
+            name = deliberate.image_case(sysmeta)
+            if name is None or not deliberate.applies(name, base.RELEASE):
+                problems.append('%r: not a named difference of %s' % (
+                    sysmeta, base.RELEASE.series))
+                continue
+            ours = _outcome(image.image_from_system_metadata, sysmeta,
+                            IMAGE_REF, base.RELEASE)
+            theirs = _outcome(self._nova_from_instance, sysmeta, IMAGE_REF)
+            if ours[0] != 'error' or theirs[0] != 'ok':
+                problems.append('%r (%s): ours %r, nova %r' % (
+                    sysmeta, name, ours, theirs[0]))
+        self.assertEqual([], problems)
 
     def test_props_primitives_at_every_version(self):
         cases = 0
@@ -572,9 +640,10 @@ class ImageCompatTest(base.NovaTestCase):
                 if _typed(reread) != _typed(kept):
                     disagreements.append('%r @%s: re-read %r, wrote %r'
                                          % (sysmeta, version, reread, kept))
-        self.assertGreater(cases, 30000)
-        self._report('ImageMetaProps 1.15-1.44 primitives', cases,
-                     disagreements)
+        # About a thousand distinct property sets at each version.
+        self.assertGreater(cases, 1000 * len(_versions(15)))
+        self._report('ImageMetaProps 1.15-%s primitives' % _versions()[-1],
+                     cases, disagreements)
 
     def test_boot_spec_image_matches_its_system_metadata(self):
         """A spec written at boot compares equal to its derived image.
@@ -587,7 +656,12 @@ class ImageCompatTest(base.NovaTestCase):
         long_values = ('\u00e9' * 200, 'x' * 254 + '\u00e9', 'y' * 300)
         glance_images = []
         grid, mixtures = all_cases()
+        excluded = {}
         for sysmeta, image_ref in grid + mixtures:
+            name = deliberate.image_case(sysmeta)
+            if name is not None:
+                excluded[name] = excluded.get(name, 0) + 1
+                continue
             properties = {}
             for key, value in sysmeta.items():
                 if key.startswith('image_') and value is not None:
@@ -624,14 +698,16 @@ class ImageCompatTest(base.NovaTestCase):
             cases += 1
             stored = image_primitive.image_from_primitive(
                 _json(spec[1].obj_to_primitive()), 'spec.image')
-            derived = image.image_from_system_metadata(sysmeta, image_ref)
+            derived = image.image_from_system_metadata(sysmeta, image_ref,
+                                                       base.RELEASE)
             names = image.differing_fields(stored, derived)
             if names:
                 disagreements.append('%r: %r %r' % (
                     properties, names,
                     image.describe_difference(stored, derived, names)))
         self.assertGreater(cases, 2000)
-        self._report('boot spec vs system metadata', cases, disagreements)
+        self._report('boot spec vs system metadata', cases, disagreements,
+                     excluded)
 
     def test_image_primitives(self):
         cases = 0
@@ -647,7 +723,8 @@ class ImageCompatTest(base.NovaTestCase):
                 disagreements.append('%r: parsed Nova primitive %r, derived '
                                      '%r' % (sysmeta, parsed, ours[1]))
             mine = _json(image_primitive.image_to_primitive(
-                ours[1], '1.8', '1.44'))
+                ours[1], '%d.%d' % base.RELEASE.newest(image.IMAGE_NAME),
+                _versions()[-1]))
             expected = _strip_changes(stored)
             if 'hw_numa_cpus' in ours[1]['properties']:
                 for document in (mine, expected):

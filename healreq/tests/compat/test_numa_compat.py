@@ -25,6 +25,12 @@ by Nova's ``obj_to_primitive``; Nova must load what we write; and stored
 primitives Nova wrote at old versions, or with host-fitted values and
 legacy stamps, must read the same through our ``from_primitive`` as
 through Nova's load and legacy cpuset migration.
+
+Our side is called with the installed Nova's release (``base.RELEASE``).
+Where the point releases of that release load legacy cells by different
+rules, our load under the installed point release's rule
+(``base.POINT_RELEASE``) must equal Nova's, and our load under the release
+must equal Nova's whenever it does not refuse the topology as ambiguous.
 """
 
 import copy
@@ -41,7 +47,9 @@ from healreq.objects import numa
 from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
 from healreq.objects import primitive
+from healreq import releases
 from healreq.tests.compat import base
+from healreq.tests.compat import deliberate
 
 try:
     with warnings.catch_warnings():
@@ -108,6 +116,24 @@ MEMORY_LAYOUTS = (('2048', '2048'), ('1024', '3072'), ('4096',),
                   ('2048', ' 2048'))
 SIZES = ((1, 1024), (2, 2048), (3, 3072), (4, 4096), (4, 3000), (6, 6144),
          (8, 8192), (4, 2048), (0, 1024), (5, 1000))
+
+
+# Cases where healreq deliberately differs from Nova (deliberate.py):
+# the grid holds them, the differential leaves them out by name and
+# test_deliberate_differences checks the difference.
+_HUGE = '0-%d' % deliberate.MAX_CPU_IDS
+DELIBERATE_CASES = (
+    (deliberate.MAX_CPU_IDS + 1, 1024, {}, {}),
+    (-1, 1024, {'hw:numa_nodes': '1'}, {}),
+    (4, 4096, {'hw:numa_nodes': '1', 'hw:numa_cpus.0': _HUGE,
+               'hw:numa_mem.0': '4096'}, {}),
+    (4, 4096, {'hw:cpu_policy': 'mixed',
+               'hw:cpu_dedicated_mask': '^' + _HUGE}, {}),
+    (4, 4096, {'hw:cpu_policy': 'dedicated', 'hw:cpu_realtime': 'yes',
+               'hw:cpu_realtime_mask': '^' + _HUGE}, {}),
+    (4, 4096, {'hw:cpu_policy': 'dedicated', 'hw:cpu_realtime': 'yes'},
+     {'hw_cpu_realtime_mask': '^' + _HUGE}),
+)
 
 
 def _per_node(prefix, layout, gap=False):
@@ -246,6 +272,9 @@ def grid_cases():
                 ('hw_video_model', (None, 'none'))):
             yield 2, 2048, specs, image
 
+    for case in DELIBERATE_CASES:
+        yield case
+
 
 _FLAVOR_POOLS = {
     'hw:cpu_policy': CPU_POLICIES,
@@ -364,6 +393,22 @@ def _reindexed(normalised):
                  for index, cell in enumerate(cells)), emulator
 
 
+def _loaded_back(normalised, cell_version):
+    """A constraint as the installed Nova loads it from ``cell_version``.
+
+    A cell before 1.5 stores no pcpuset. The CURRENT legacy-cell rule
+    gives every such cell one; the VICTORIA rule only the dedicated cells
+    with CPUs (their cpuset), leaving pcpuset unset on the others, as
+    Nova's load of its own backport does.
+    """
+    if (cell_version >= '1.5'
+            or base.POINT_RELEASE.legacy_cell_rules != (releases.VICTORIA,)):
+        return normalised
+    cells, emulator = normalised
+    return tuple(cell if cell[5] == numa.DEDICATED and cell[2] else
+                 cell[:2] + (None,) + cell[3:] for cell in cells), emulator
+
+
 def _json(document):
     """A primitive as it is after a trip through the database."""
     return json.loads(json.dumps(document))
@@ -390,12 +435,13 @@ class NumaCompatTest(base.NovaTestCase):
 
     def setUp(self):
         super().setUp()
+        self.ambiguous = 0
         # Nova's legacy-cell warnings would flood the output.
         self.useFixture(fixtures.FakeLogger(level=logging.ERROR))
 
-    def _report(self, label, cases, disagreements):
-        summary = '%s: %d cases, %d disagreements' % (
-            label, cases, len(disagreements))
+    def _report(self, label, cases, disagreements, excluded=None):
+        summary = '%s: %d cases%s, %d disagreements' % (
+            label, cases, deliberate.describe(excluded), len(disagreements))
         base.record_summary(summary)
         if disagreements:
             self.fail('%s; first %d:\n%s' % (
@@ -441,7 +487,8 @@ class NumaCompatTest(base.NovaTestCase):
         ours = None
         try:
             ours = numa_constraints.constraints(vcpus, memory_mb,
-                                                dict(specs), props)
+                                                dict(specs), props,
+                                                base.RELEASE)
         except numa.ConstraintError as exc:
             our_outcome = ('refused', exc.nova_exception)
         except Exception as exc:
@@ -455,7 +502,12 @@ class NumaCompatTest(base.NovaTestCase):
         outcomes = {'ok': 0, 'refused': 0}
         disagreements = []
         topologies = {}
+        excluded = {}
         for vcpus, memory_mb, specs, raw_image in cases:
+            name = deliberate.numa_case(vcpus, specs, raw_image)
+            if name is not None:
+                excluded[name] = excluded.get(name, 0) + 1
+                continue
             result = self._run(vcpus, memory_mb, specs, raw_image)
             if result is None:
                 continue
@@ -474,7 +526,7 @@ class NumaCompatTest(base.NovaTestCase):
         self.assertGreater(count, minimum)
         self.assertGreater(outcomes['ok'], minimum // 10)
         self.assertGreater(outcomes['refused'], minimum // 10)
-        self._report(label, count, disagreements)
+        self._report(label, count, disagreements, excluded)
         return topologies
 
     @classmethod
@@ -485,6 +537,8 @@ class NumaCompatTest(base.NovaTestCase):
             for case in itertools.chain(
                     itertools.islice(grid_cases(), 0, None, 7),
                     random_cases(5000, seed=SEED + 1)):
+                if deliberate.numa_case(case[0], case[2], case[3]):
+                    continue
                 result = cls._run(*case)
                 if result is None or result[2] is None:
                     continue
@@ -496,6 +550,25 @@ class NumaCompatTest(base.NovaTestCase):
 
     def test_constraints_grid(self):
         self._differential('numa constraints (grid)', grid_cases(), 50000)
+
+    def test_deliberate_differences(self):
+        """Each case left out by name differs from Nova as stated."""
+        problems = []
+        for vcpus, memory_mb, specs, raw_image in DELIBERATE_CASES:
+            name = deliberate.numa_case(vcpus, specs, raw_image)
+            where = 'vcpus=%d specs=%r image=%r' % (vcpus, specs, raw_image)
+            if name is None or not deliberate.applies(name, base.RELEASE):
+                problems.append('%s: not a named difference of %s' % (
+                    where, base.RELEASE.series))
+                continue
+            nova_outcome, our_outcome, _t, _o = self._run(
+                vcpus, memory_mb, specs, raw_image)
+            expected = ('refused', 'ValueError' if
+                        name == deliberate.VCPUS_OUT_OF_RANGE else 'Invalid')
+            if our_outcome != expected or nova_outcome == our_outcome:
+                problems.append('%s (%s): nova %r, ours %r' % (
+                    where, name, nova_outcome, our_outcome))
+        self.assertEqual([], problems)
 
     def test_constraints_random(self):
         self._differential('numa constraints (random)',
@@ -530,8 +603,9 @@ class NumaCompatTest(base.NovaTestCase):
                     disagreements.append('%s: nova refused (%s), ours %r' % (
                         where, expected, written))
                     continue
-                # Deliberate: below cell 1.2/1.1 we also drop the fields
-                # those versions lack, which Nova's backport keeps.
+                # deliberate.CELL_FIELDS_BELOW_VERSION: below cell 1.2/1.1
+                # we also drop the fields those versions lack, which
+                # Nova's backport keeps.
                 for cell in expected[primitive.DATA]['cells']:
                     if cell_version < '1.2':
                         del cell[primitive.DATA]['cpu_pinning_raw']
@@ -547,28 +621,47 @@ class NumaCompatTest(base.NovaTestCase):
                 exact = cell_version >= '1.4' and topology_version == '1.3'
                 disagreements.extend(self._check_load(
                     where, _json(written),
-                    _normalise(theirs) if exact else None))
+                    _loaded_back(_normalise(theirs), cell_version)
+                    if exact else None))
         self.assertGreater(cases, 1000)
         self._report('numa to_primitive', cases, disagreements)
 
     def _check_load(self, where, document, constraint):
-        """Nova's load of ``document`` must equal ours (and constraint)."""
-        ours = self._our_load(document)
+        """Nova's load of ``document`` must equal ours (and constraint).
+
+        Ours under the installed point release's legacy-cell rule must
+        equal Nova's. Ours under the release must too, unless it refuses
+        the topology as ambiguous, which only a release whose point
+        releases load legacy cells by different rules may do (counted in
+        ``self.ambiguous``).
+        """
         nova_loaded = self._nova_load(document)
         problems = []
-        if ours != nova_loaded:
-            problems.append('%s: read %r by us, %r by nova from %r' % (
-                where, ours, nova_loaded, document))
+        point = self._our_load(document, base.POINT_RELEASE)
+        if point != nova_loaded:
+            problems.append('%s: read %r by us (%s rule), %r by nova from '
+                            '%r' % (where, point,
+                                    base.POINT_RELEASE.legacy_cell_rules[0],
+                                    nova_loaded, document))
+        ours = self._our_load(document, base.RELEASE)
+        if ours == ('ambiguous',) and deliberate.applies(
+                deliberate.AMBIGUOUS_LEGACY_CELLS, base.RELEASE):
+            self.ambiguous += 1
+        elif ours != nova_loaded:
+            problems.append('%s: read %r by us (%s), %r by nova from %r' % (
+                where, ours, base.RELEASE.series, nova_loaded, document))
         if constraint is not None and nova_loaded != ('ok', constraint):
             problems.append('%s: nova loaded %r, constraint %r' % (
                 where, nova_loaded, constraint))
         return problems
 
     @staticmethod
-    def _our_load(document):
+    def _our_load(document, release):
         try:
             return ('ok', _normalise(
-                numa_primitive.from_primitive(document, 'doc')))
+                numa_primitive.from_primitive(document, 'doc', release)))
+        except numa.AmbiguousTopology:
+            return ('ambiguous',)
         except primitive.PrimitiveError:
             return ('refused',)
 
@@ -611,7 +704,7 @@ class NumaCompatTest(base.NovaTestCase):
                                           label),
                         document, None)
                     disagreements.extend(problems)
-                    outcome = self._our_load(document)
+                    outcome = self._our_load(document, base.POINT_RELEASE)
                     if outcome[0] != 'ok':
                         kinds['refused'] += 1
                     elif any(cell[2] is None for cell in outcome[1][0]):
@@ -621,9 +714,17 @@ class NumaCompatTest(base.NovaTestCase):
         sys.stdout.write('numa from_primitive (legacy): %s\n' % ', '.join(
             '%d %s' % (count, kind) for kind, count in sorted(
                 kinds.items())))
+        sys.stdout.write('numa from_primitive (legacy): %d refused as '
+                         'ambiguous under %s\n' % (self.ambiguous,
+                                                   base.RELEASE.series))
         self.assertGreater(cases, 5000)
         for count in kinds.values():
             self.assertGreater(count, 1000)
+        if len(base.RELEASE.legacy_cell_rules) > 1:
+            # The point releases' rules differ on some of these documents.
+            self.assertGreater(self.ambiguous, 100)
+        else:
+            self.assertEqual(0, self.ambiguous)
         self._report('numa from_primitive (legacy)', cases, disagreements)
 
     def test_pre_liberty_topologies(self):
@@ -656,14 +757,15 @@ class NumaCompatTest(base.NovaTestCase):
                         context, UUID, text))))
             except Exception:
                 theirs = ('refused',)
-            try:
-                ours = ('ok', _normalise(
-                    numa_primitive.from_primitive(text, 'numa_topology')))
-            except primitive.PrimitiveError:
-                ours = ('refused',)
-            if ours != theirs:
-                disagreements.append('%s: ours %r, nova %r' % (
-                    text, ours, theirs))
+            for release in (base.RELEASE, base.POINT_RELEASE):
+                try:
+                    ours = ('ok', _normalise(numa_primitive.from_primitive(
+                        text, 'numa_topology', release)))
+                except primitive.PrimitiveError:
+                    ours = ('refused',)
+                if ours != theirs:
+                    disagreements.append('%s: ours %r, nova %r' % (
+                        text, ours, theirs))
         self._report('numa pre-Liberty', len(documents), disagreements)
 
 

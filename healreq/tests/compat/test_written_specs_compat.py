@@ -19,10 +19,16 @@ healed row is then loaded with ``RequestSpec._from_db_object`` and its
 fields compared with Nova's own derivations from the same instance
 records (``Flavor`` from instance_extra, ``ImageMeta.from_instance``,
 ``numa_get_constraints``, ``is_volume_backed_instance`` rules).
+
+The deployment runs the installed Nova's release: its services report
+that release's service version and its specs were saved at that
+release's object versions, so the heal detects the release and writes
+what that release loads.
 """
 
 import json
 
+from healreq.db import tables
 from healreq.testing import deployment as dep
 from healreq.tests.compat import base
 from healreq.tests.functional import fixtures
@@ -63,11 +69,30 @@ T4_REQUEST = [{'count': 1, 'spec': [{'vendor_id': '10de',
                'requester_id': None}]
 
 
+def _image(**kwargs):
+    """A spec image as the installed Nova's API saved it."""
+    return dep.image(props_version='%d.%d' % base.RELEASE.props_version,
+                     **kwargs)
+
+
 class WrittenSpecsTest(base.NovaTestCase, fixtures.DeploymentTestCase):
+
+    def _run_release(self):
+        """Make every cell's services those of the installed Nova."""
+        for cell in self.deployment.cells:
+            if cell.engine is None:
+                continue
+            with cell.engine.begin() as conn:
+                conn.execute(tables.services.update().values(
+                    version=base.RELEASE.service_version))
 
     def _add(self, cur, **kwargs):
         kwargs.setdefault('system_metadata', dep.image_system_metadata(
             PROPS, min_disk=cur['nova_object.data']['root_gb']))
+        spec_fields = {'version': '%d.%d' % base.RELEASE.spec_version,
+                       'spec_image': _image()}
+        spec_fields.update(kwargs.get('spec_fields') or {})
+        kwargs['spec_fields'] = spec_fields
         uuid = self.deployment.add_instance(self.cell1, cur, **kwargs)
         self.records[uuid] = kwargs
         self.flavors[uuid] = cur
@@ -75,6 +100,7 @@ class WrittenSpecsTest(base.NovaTestCase, fixtures.DeploymentTestCase):
 
     def _build(self):
         self.records, self.flavors = {}, {}
+        self._run_release()
         # A failed resize shared -> pinned: flavor and NUMA left behind.
         self._add(SHARED, spec_flavor=PINNED, new=PINNED)
         # The reverse: runs pinned, the spec still says shared.
@@ -83,10 +109,10 @@ class WrittenSpecsTest(base.NovaTestCase, fixtures.DeploymentTestCase):
         self._add(MIXED, spec_flavor=SHARED)
         self._add(PCPU, spec_flavor=SHARED)
         # Stale image properties after a rebuild.
-        self._add(SHARED, spec_fields=dict(spec_image=dep.image(
+        self._add(SHARED, spec_fields=dict(spec_image=_image(
             properties={'hw_disk_bus': 'virtio'})))
         # Another image id altogether.
-        self._add(SHARED, spec_fields=dict(spec_image=dep.image(
+        self._add(SHARED, spec_fields=dict(spec_image=_image(
             image_id='9a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d')))
         # Volume-backed, recorded as image-backed.
         self._add(SHARED, image_ref='', block_devices=[{}])
@@ -110,16 +136,34 @@ class WrittenSpecsTest(base.NovaTestCase, fixtures.DeploymentTestCase):
         self._build()
         result = self.heal('--format', 'json')
         self.assertEqual(0, result.code, result.stdout + result.stderr)
-        healed = {r['instance_uuid'] for r in json.loads(result.stdout)[
-            'results'] if r['status'] == 'healed'}
+        document = json.loads(result.stdout)
+        self.assertEqual(base.RELEASE.series,
+                         document['release']['series'])
+        healed = {r['instance_uuid'] for r in document['results']
+                  if r['status'] == 'healed'}
         self.assertEqual(set(self.records), healed)
         context = nova_context.get_admin_context()
         for uuid in self.records:
             row = {'id': 1, 'instance_uuid': uuid,
                    'spec': self.deployment.spec_text(uuid)}
+            self._assert_release_versions(json.loads(row['spec']))
             spec = objects.RequestSpec._from_db_object(
                 context, objects.RequestSpec(), row)
             self._assert_matches_nova(uuid, spec)
+
+    def _assert_release_versions(self, document):
+        """Every object in a healed spec is one the release loads."""
+        stack = [document]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                name = item.get('nova_object.name')
+                if name in ('RequestSpec', 'ImageMetaProps'):
+                    self.assertEqual('%d.%d' % base.RELEASE.newest(name),
+                                     item['nova_object.version'], name)
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
 
     def _assert_matches_nova(self, uuid, spec):
         instance = self._nova_instance(uuid)
