@@ -52,8 +52,8 @@ class UnloadableTopology(PrimitiveError):
 class AmbiguousTopology(UnloadableTopology):
     """A stored legacy topology whose load depends on the point release.
 
-    Regenerating it at InstanceNUMACell 1.6 makes every point release
-    load the same topology.
+    Regenerating it (at InstanceNUMACell 1.6, or a consistent 1.4 or 1.5
+    cell) makes every point release load the same topology.
     """
 
 

@@ -42,7 +42,7 @@ C1_PINNED = dep.flavor(21, 'c1.pinned', vcpus=4, memory_mb=8192, root_gb=80,
                                     'hw:numa_nodes': '2'})
 
 
-def _numa_request(flavor):
+def numa_request(flavor):
     """The spec's numa_topology Nova computed for ``flavor`` at boot."""
     data = flavor['nova_object.data']
     return numa_primitive.to_primitive(
@@ -84,7 +84,7 @@ def build(workdir):
         # spec kept the pinned flavor and its NUMA topology.
         deployment.add_instance(
             cell2, M1_LARGE, spec_flavor=C1_PINNED, new=C1_PINNED,
-            spec_fields=dict(numa_topology=_numa_request(C1_PINNED)))
+            spec_fields=dict(numa_topology=numa_request(C1_PINNED)))
         # Rebuilt with a new image before Nova recorded it in the spec.
         deployment.add_instance(
             cell2, M1_LARGE, system_metadata=dep.image_system_metadata(

@@ -261,3 +261,47 @@ class ReleaseRulesTest(ReleaseTestCase):
             ('1.14', '1.8', '1.34'),
             (healed['nova_object.version'], image['nova_object.version'],
              image['nova_object.data']['properties']['nova_object.version']))
+
+    def test_legacy_cells_the_point_releases_load_differently(self):
+        # Dedicated InstanceNUMACell 1.5 cells listing their CPUs in both
+        # cpuset and pcpuset: Zed (and 2024.1.0) move cpuset into
+        # pcpuset, which is the derived topology; 2025.1 (and 2024.1's
+        # later point releases) leave them alone, a drift.
+        document = demo.numa_request(demo.C1_PINNED)
+        for cell in document['nova_object.data']['cells']:
+            cell['nova_object.version'] = '1.5'
+            data = cell['nova_object.data']
+            data['cpuset'] = list(data['pcpuset'])
+        uuid = self.deployment.add_instance(
+            self.cell1, demo.C1_PINNED,
+            spec_fields={'numa_topology': document})
+        # A newer spec, as the running Nova writes them (cells at 1.6).
+        self.deployment.add_instance(
+            self.cell2, demo.C1_PINNED, spec_fields={
+                'numa_topology': demo.numa_request(demo.C1_PINNED)})
+        self.set_service_versions(64)
+        self.assert_consistent()
+        self.set_service_versions(68)
+        result, doc = self.heal_json('--dry-run')
+        self.assertEqual([(uuid, ['numa_topology'])], [
+            (r['instance_uuid'], r['drift']) for r in doc['results']])
+        # 2024.1: either load may be Nova's, so the topology is rewritten
+        # at the versions the deployment writes, which every point
+        # release loads alike.
+        self.set_service_versions(67)
+        result, doc = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(uuid, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+        self.assertIn('load differently', doc['results'][0]['changes'][0][
+            'before'])
+        healed = json.loads(self.deployment.spec_text(uuid))
+        cells = healed['nova_object.data']['numa_topology'][
+            'nova_object.data']['cells']
+        self.assertEqual(
+            [('1.6', [], [0, 1]), ('1.6', [], [2, 3])],
+            [(c['nova_object.version'], c['nova_object.data']['cpuset'],
+              c['nova_object.data']['pcpuset']) for c in cells])
+        for services in (64, 67, 68):
+            self.set_service_versions(services)
+            self.assert_consistent()
