@@ -23,6 +23,8 @@ own records.
 
 import dataclasses
 
+from healreq import exception
+
 # How a release loads a stored InstanceNUMACell older than 1.6
 # (InstanceNUMATopology._migrate_legacy_dedicated_instance_cpuset):
 # VICTORIA moves the cpuset of any dedicated cell into pcpuset; CURRENT
@@ -45,6 +47,8 @@ _SAME_EVERYWHERE = {
     'InstancePCIRequests': (1, 1),
     'InstancePCIRequest': (1, 4),
 }
+# Every object healreq writes, and so versions.
+OBJECT_NAMES = ('RequestSpec', 'ImageMetaProps') + tuple(_SAME_EVERYWHERE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +86,14 @@ class Release:
         if name == 'ImageMetaProps':
             return self.props_version
         return _SAME_EVERYWHERE[name]
+
+    def newest_versions(self):
+        """``{name: (major, minor)}`` of every object healreq writes."""
+        return {name: self.newest(name) for name in OBJECT_NAMES}
+
+    def newest_text(self, name):
+        """The newest ``name`` version it loads, as written (``1.34``)."""
+        return '%d.%d' % self.newest(name)
 
     def can_load(self, name, version):
         """Whether it loads ``name`` at ``version`` (a parsed tuple)."""
@@ -155,6 +167,19 @@ class Detection:
     source: str
     evidence: str
     supported: bool = True
+
+    def check_writable(self):
+        """Raise InvalidInput unless healreq may write to this release."""
+        if self.supported:
+            return
+        if self.release is None:
+            problem = 'cannot tell which Nova release runs'
+        else:
+            problem = 'the deployment runs no supported Nova release'
+        raise exception.InvalidInput(
+            '%s (%s): refusing to write; --dry-run still reports, and '
+            '--target-release names the release if it is known'
+            % (problem, self.evidence))
 
 
 def detect(service_version, api_schema_head, props_version):

@@ -164,7 +164,7 @@ class Engine(object):
             self.options.target_release, self._connect)
         self.report.release = detection
         if not self.options.dry_run:
-            records.check_release_writable(detection)
+            detection.check_writable()
         self.writer.check_writable()
         self._started = self._monotonic()
         if self.options.instance_uuid and not cells:

@@ -344,8 +344,8 @@ def _numa_primitive(derived, stored, profile):
          versions.first_nested_version(stored, 'cells', None)),
         (profile.version('InstanceNUMATopology'),
          profile.version('InstanceNUMACell')),
-        ('%d.%d' % release.newest('InstanceNUMATopology'),
-         '%d.%d' % release.newest('InstanceNUMACell')),
+        (release.newest_text('InstanceNUMATopology'),
+         release.newest_text('InstanceNUMACell')),
     ]
     for topology_version, cell_version in candidates:
         if not (profile.can_write('InstanceNUMATopology', topology_version)

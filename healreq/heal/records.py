@@ -44,7 +44,7 @@ VERSION_SAMPLE = 100
 SPEC_READERS = ('nova-osapi_compute', 'nova-conductor', 'nova-scheduler')
 
 
-def learn_versions(api_engine):
+def _learn_versions(api_engine):
     """The object versions the deployment's Nova writes now.
 
     The newest spec rows were written by the running Nova; a fixed
@@ -74,7 +74,7 @@ def learn_deployment(api_engine, reference_url, target_release=None,
     carries the release's rules (the newest release's when none is
     known) and the object versions to write.
     """
-    profile = learn_versions(api_engine)
+    profile = _learn_versions(api_engine)
     if target_release is not None:
         detection = releases.named(target_release)
     else:
@@ -84,21 +84,6 @@ def learn_deployment(api_engine, reference_url, target_release=None,
             profile.highest_seen('ImageMetaProps'))
     return detection, profile.for_release(detection.release
                                           or releases.LATEST)
-
-
-def check_release_writable(detection):
-    """Raise InvalidInput unless healreq may write to this release."""
-    if detection.supported:
-        return
-    if detection.release is None:
-        problem = 'cannot tell which Nova release runs (%s)' % (
-            detection.evidence)
-    else:
-        problem = 'the deployment runs no supported Nova release (%s)' % (
-            detection.evidence)
-    raise exception.InvalidInput(
-        '%s: refusing to write; --dry-run still reports, and '
-        '--target-release names the release if it is known' % problem)
 
 
 def lowest_service_version(api_engine, reference_url, connect):

@@ -85,7 +85,7 @@ class Replayer(object):
                     self.target_release, self._connect)
                 self.report.release = detection
                 if changes and not self.report.dry_run:
-                    records.check_release_writable(detection)
+                    detection.check_writable()
             if changes:
                 self.writer.check_writable()
             for change in changes:

@@ -35,15 +35,15 @@ MAX_CPU_IDS = 1 << 20
 # ImageMetaProps.NUMA_NODES_MAX, which bounds the flavor's keys too).
 NUMA_NODES_MAX = 128
 
+_UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
+                'Y': 8, 'R': 9, 'Q': 10}
+ALL_PREFIXES = ''.join(_UNIT_POWERS)
 # A byte size as oslo's string_to_bytes reads it in IEC mode ("2MB",
 # "1GiB", "512Kb"); "$" also accepts one trailing newline, as there.
 # (Written without overlapping repeats, so that long input cannot make
 # the match backtrack quadratically.)
 _BYTE_SIZE_RE = re.compile(
-    r'(^[-+]?(?:\d+(?:\.\d+)?|\.\d+))([KMGTPEZYRQ]i?)?(b|bit|B)$')
-ALL_PREFIXES = 'KMGTPEZYRQ'
-_UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
-                'Y': 8, 'R': 9, 'Q': 10}
+    r'(^[-+]?(?:\d+(?:\.\d+)?|\.\d+))([%s]i?)?(b|bit|B)$' % ALL_PREFIXES)
 
 
 class NotationError(ValueError):

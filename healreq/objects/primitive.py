@@ -23,6 +23,8 @@ import json
 import re
 import reprlib
 
+from healreq import releases
+
 NAME = 'nova_object.name'
 NAMESPACE = 'nova_object.namespace'
 VERSION = 'nova_object.version'
@@ -32,18 +34,9 @@ CHANGES = 'nova_object.changes'
 _VERSION_RE = re.compile(r'^(\d{1,9})\.(\d{1,9})$')
 
 
-# The newest version of each object Nova 34 knows; a newer (or another
-# major) version cannot be loaded by it, so nor do we.
-NEWEST = {
-    'RequestSpec': (1, 15),
-    'Flavor': (1, 2),
-    'ImageMeta': (1, 8),
-    'ImageMetaProps': (1, 44),
-    'InstanceNUMATopology': (1, 3),
-    'InstanceNUMACell': (1, 6),
-    'InstancePCIRequests': (1, 1),
-    'InstancePCIRequest': (1, 4),
-}
+# The newest version of each object the newest supported Nova knows; a
+# newer (or another major) version cannot be loaded by it, so nor do we.
+NEWEST = releases.LATEST.newest_versions()
 
 
 def loadable(name, version):

@@ -82,7 +82,7 @@ class VersionProfile(object):
         known = self._seen.get(name)
         if known is not None and self.release.can_load(name, known[0]):
             return known[1]
-        return '%d.%d' % self.release.newest(name)
+        return self.release.newest_text(name)
 
 
 def version_of(document, default):
