@@ -162,24 +162,39 @@ class Detection:
     ``release`` is None when nothing tells; ``supported`` is False for a
     deployment older or newer than every supported release (its rules are
     then only approximated by the nearest one, and nothing is written).
+    ``refusal`` says why nothing may be written although the release is
+    supported (the evidence disagrees, or an upgrade is in progress);
+    ``notes`` are what else the report should say about the evidence, and
+    ``down_services`` the services judged down (see heal.evidence).
     """
     release: Release
     source: str
     evidence: str
     supported: bool = True
+    refusal: str = None
+    notes: tuple = ()
+    down_services: tuple = ()
+
+    @property
+    def named(self):
+        """Whether the operator named the release (no detection)."""
+        return self.source == 'option'
 
     def check_writable(self):
         """Raise InvalidInput unless healreq may write to this release."""
-        if self.supported:
+        if self.supported and self.refusal is None:
             return
-        if self.release is None:
-            problem = 'cannot tell which Nova release runs'
+        if self.refusal is not None:
+            problem = self.refusal
+        elif self.release is None:
+            problem = 'cannot tell which Nova release runs (%s)' % (
+                self.evidence)
         else:
-            problem = 'the deployment runs no supported Nova release'
+            problem = 'the deployment runs no supported Nova release (%s)' % (
+                self.evidence)
         raise exception.InvalidInput(
-            '%s (%s): refusing to write; --dry-run still reports, and '
-            '--target-release names the release if it is known'
-            % (problem, self.evidence))
+            '%s: refusing to write; --dry-run still reports, and '
+            '--target-release names the release if it is known' % problem)
 
 
 def detect(service_version, api_schema_head, props_version):

@@ -87,20 +87,32 @@ def _release_dict(detection):
         'source': detection.source,
         'evidence': detection.evidence,
         'supported': detection.supported,
+        'writable': detection.supported and detection.refusal is None,
+        'refusal': detection.refusal,
+        'notes': list(detection.notes),
+        'down_services': [s.as_dict() for s in detection.down_services],
     }
 
 
-def release_line(detection):
-    """E.g. ``Nova release: 2024.1 Caracal (Nova 29), detected from ...``."""
+def release_lines(detection):
+    """The release line, then what else the evidence says, if anything.
+
+    E.g. ``Nova release: 2024.1 Caracal (Nova 29), detected from ...``.
+    """
     if detection.release is None:
-        return 'Nova release: unknown (%s)' % detection.evidence
-    how = (detection.evidence if detection.source == 'option'
-           else 'detected from %s' % detection.evidence)
-    line = 'Nova release: %s, %s' % (detection.release.label, how)
-    if not detection.supported:
-        line += '; not supported: its rules are approximated, and nothing '
-        line += 'is written'
-    return line
+        yield 'Nova release: unknown (%s)' % detection.evidence
+    else:
+        how = (detection.evidence if detection.named
+               else 'detected from %s' % detection.evidence)
+        line = 'Nova release: %s, %s' % (detection.release.label, how)
+        if not detection.supported:
+            line += '; not supported: its rules are approximated, and '
+            line += 'nothing is written'
+        yield line
+    for note in detection.notes:
+        yield '  note: %s' % note
+    if detection.refusal is not None:
+        yield '  nothing may be written: %s' % detection.refusal
 
 
 def _counts(values):
@@ -168,7 +180,7 @@ def text_lines(report, exit_code, verbose=False, list_skipped=False,
         yield 'Cell %s: %s' % (label, _counts(counts))
     yield 'Total: %s' % _counts(report.summary())
     if report.release is not None:
-        yield release_line(report.release)
+        yield from release_lines(report.release)
     if hidden:
         yield ('%d skipped instance(s) not listed; --verbose lists them.'
                % hidden)

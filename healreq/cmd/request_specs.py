@@ -155,6 +155,7 @@ def _options(conf):
         workers=command.workers,
         max_rate=command.max_rate,
         target_release=api.target_release(conf, command.target_release),
+        service_down_time=conf.service_down_time,
         settings=api.settings(conf, command.force, checked))
 
 

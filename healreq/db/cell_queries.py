@@ -205,10 +205,14 @@ def get_root_block_devices(conn, instance_uuids):
                         'instance_uuid')
 
 
-def get_lowest_service_versions(conn):
-    """``{binary: lowest version}`` of the cell's live services."""
+def get_services(conn):
+    """The cell's services that are not deleted, as plain dicts.
+
+    Each has host, binary, version, forced_down, last_seen_up and
+    created_at; whether a service is up is for the caller to judge.
+    """
     s = tables.services
-    query = sa.select(s.c.binary, sa.func.min(s.c.version)).where(
-        s.c.deleted == 0).group_by(s.c.binary)
-    return {binary: version for binary, version in conn.execute(query)
-            if version is not None}
+    query = sa.select(s.c.host, s.c.binary, s.c.version, s.c.forced_down,
+                      s.c.last_seen_up, s.c.created_at).where(
+        s.c.deleted == 0).order_by(s.c.id)
+    return rows.dicts(conn.execute(query))

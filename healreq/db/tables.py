@@ -197,6 +197,9 @@ services = sa.Table(
     sa.Column('topic', sa.String(255)),
     sa.Column('report_count', sa.Integer, nullable=False, default=0),
     sa.Column('version', sa.Integer, default=0),
+    sa.Column('forced_down', sa.Boolean, default=False),
+    # The last heartbeat (Service.save when report_count grows).
+    sa.Column('last_seen_up', sa.DateTime),
     sa.UniqueConstraint('host', 'binary', 'deleted',
                         name='uniq_services0host0binary0deleted'),
     **_MYSQL_TABLE_ARGS)

@@ -121,10 +121,15 @@ def evaluate(record, cell, now, settings, profile=None):
         current = _current_flavor(record)
         _note_leftovers(current, record, finding)
         spec = _parse_spec(record)
+        _check_spec_owner(spec, uuid)
         profile = profile or versions.VersionProfile()
         inputs = _inputs(record, current, settings, profile.release)
         changes, replacements, version = field_checks.compare(
             settings.checked_fields, spec, inputs, profile)
+        if changes:
+            new_spec = spec.with_fields(replacements, version)
+            if not profile.named:
+                _check_no_downgrade(spec.document, new_spec)
     except field_checks.DerivationError as exc:
         finding.status, finding.reason, finding.detail = (
             Status.ERROR, exc.reason, exc.detail)
@@ -140,7 +145,7 @@ def evaluate(record, cell, now, settings, profile=None):
     finding.changes = changes
     finding.reason, finding.detail = _likely_cause(spec, current, record,
                                                    changes)
-    return Evaluation(finding, spec.with_fields(replacements, version))
+    return Evaluation(finding, new_spec)
 
 
 def _inputs(record, current, settings, release):
@@ -306,6 +311,36 @@ def _parse_spec(record):
     if spec is None:
         raise _Decided(Status.ERROR, 'spec-unparsable', error)
     return spec
+
+
+def _check_spec_owner(spec, instance_uuid):
+    """Refuse a spec document that names another instance.
+
+    Nova takes the instance uuid from the row's column and would load
+    the document as this instance's: a copy of another instance's spec
+    is corruption that needs a human, never a heal.
+    """
+    named = spec.data.get('instance_uuid')
+    if named is not None and named != instance_uuid:
+        raise _Decided(Status.ERROR, 'spec-instance-mismatch',
+                       'the spec document names instance %r, not this one; '
+                       'left alone' % (named,))
+
+
+def _check_no_downgrade(document, new_text):
+    """Refuse a heal that lowers an object version the spec holds.
+
+    The deployment's own Nova wrote the stored versions; writing older
+    ones means the release was misjudged, unless the operator named it.
+    """
+    lowered = versions.lowered(document, primitive.load_json(new_text,
+                                                             'healed spec'))
+    if lowered:
+        raise field_checks.DerivationError(
+            'object-version-downgrade',
+            'the heal would lower %s; left alone (name the release with '
+            '--target-release if it is right)' % ', '.join(
+                '%s %s to %s' % change for change in lowered))
 
 
 def _likely_cause(spec, current, record, changes):

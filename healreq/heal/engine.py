@@ -161,7 +161,8 @@ class Engine(object):
         cells = self._select_cells()
         detection, self.profile = records.learn_deployment(
             self.api_engine, self.reference_url,
-            self.options.target_release, self._connect)
+            self.options.target_release, self._connect,
+            service_down_time=self.options.service_down_time)
         self.report.release = detection
         if not self.options.dry_run:
             detection.check_writable()

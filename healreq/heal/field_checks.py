@@ -43,6 +43,9 @@ FIELD_NAMES = ('flavor', 'image', 'numa_topology', 'pci_requests', 'is_bfv',
 NEEDS_SYSTEM_METADATA = frozenset(['image', 'numa_topology'])
 NEEDS_BLOCK_DEVICES = frozenset(['is_bfv'])
 
+# System metadata keys of image properties (utils.SM_IMAGE_PROP_PREFIX).
+_IMAGE_PREFIX = 'image_'
+
 # RequestSpec version that added a field (1.0 when absent).
 _SPEC_FIELD_ADDED = {'user_id': (1, 9), 'is_bfv': (1, 11)}
 
@@ -256,11 +259,37 @@ def check_image(spec, inputs, profile):
         differing = image_obj.differing_fields(stored, written)
         if not differing:
             return None
+        if not profile.named:
+            _refuse_lost_properties(stored, inputs.system_metadata or {},
+                                    written)
         before, after = image_obj.describe_difference(stored, written,
                                                       differing)
     else:
         before, after = 'none', 'id %s' % derived.get('id', '(volume)')
     return FieldChange('image', before, after), healed
+
+
+def _refuse_lost_properties(stored, system_metadata, written):
+    """Refuse to drop a property both the spec and the instance hold.
+
+    The instance holds a property when its system metadata has it,
+    whether or not the release's rules know it. Only a version cap or a
+    release that does not know the property can drop it, and the
+    deployment's own Nova wrote it: the release is then more likely
+    misjudged than the property wrong. An operator who named the release
+    is taken at their word.
+    """
+    recorded = {key[len(_IMAGE_PREFIX):] for key in system_metadata
+                if key.startswith(_IMAGE_PREFIX)}
+    held = set(stored.get('properties') or {}) & recorded
+    lost = sorted(held - set(written.get('properties') or {}))
+    if lost:
+        raise DerivationError(
+            'image-property-would-be-lost',
+            'the spec and the instance record both hold %s, which the '
+            'object versions of the detected release cannot; left alone '
+            '(name the release with --target-release if it is right)'
+            % ', '.join(lost))
 
 
 def _image_primitive(image, stored_primitive, profile):

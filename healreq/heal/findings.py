@@ -95,6 +95,22 @@ REASONS = {
             'instance_extra.pci_requests is not a usable list of requests',
         'spec-owner-mismatch':
             'the spec names another project or user than the instance',
+        'spec-instance-mismatch':
+            'the spec document names another instance than its row; '
+            'nothing is written',
+        'object-version-downgrade':
+            'the heal would write an object at a lower version than the '
+            'spec holds (the release looks misjudged); nothing is written '
+            'unless the release is named with --target-release',
+        'image-property-would-be-lost':
+            'the heal would drop an image property that both the spec and '
+            'the instance record hold (the release looks misjudged); '
+            'nothing is written unless the release is named with '
+            '--target-release',
+        'audit-record-invalid':
+            'revert or apply: the value to write back does not match its '
+            'recorded digest, or is not a RequestSpec of that instance '
+            'and row; nothing is written',
         'spec-version-too-old':
             'a missing field cannot be added: the spec\'s RequestSpec '
             'version lacks it and the deployment writes no newer one',

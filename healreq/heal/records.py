@@ -23,12 +23,14 @@ import dataclasses
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from healreq import clock
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
 from healreq.heal import decisions
+from healreq.heal import evidence
 from healreq.heal import field_checks
 from healreq.objects import primitive
 from healreq.objects import versions
@@ -38,10 +40,6 @@ LOG = logging.getLogger(__name__)
 
 # How many of the newest specs tell which object versions to write.
 VERSION_SAMPLE = 100
-
-# The services that load RequestSpecs from the database: the release of
-# the oldest of them decides the rules and the object versions.
-SPEC_READERS = ('nova-osapi_compute', 'nova-conductor', 'nova-scheduler')
 
 
 def _learn_versions(api_engine):
@@ -64,39 +62,40 @@ def _learn_versions(api_engine):
 
 
 def learn_deployment(api_engine, reference_url, target_release=None,
-                     connect=engines.create_engine):
+                     connect=engines.create_engine, now=None,
+                     service_down_time=60):
     """``(detection, profile)``: the Nova release the deployment runs.
 
     ``target_release`` (a releases.Release the operator named) overrides
-    what the deployment's records say: the lowest service version of the
-    spec readers in any cell, the API schema head and the ImageMetaProps
-    versions of the newest specs (see releases.detect). The profile
-    carries the release's rules (the newest release's when none is
-    known) and the object versions to write.
+    what the deployment's records say: the services registered in the
+    cells, judged up or down at ``now`` (naive UTC; default: the time
+    now, as the services report it) by ``service_down_time``, the API
+    schema head and the object versions
+    of the newest specs (see heal.evidence). The profile carries the
+    release's rules (the newest release's when none is known) and the
+    object versions to write.
     """
     profile = _learn_versions(api_engine)
     if target_release is not None:
         detection = releases.named(target_release)
     else:
-        detection = releases.detect(
-            lowest_service_version(api_engine, reference_url, connect),
-            _api_schema_head(api_engine),
-            profile.highest_seen('ImageMetaProps'))
-    return detection, profile.for_release(detection.release
-                                          or releases.LATEST)
+        detection = evidence.judge(
+            registered_services(api_engine, reference_url, connect),
+            now or clock.utcnow(), service_down_time,
+            _api_schema_head(api_engine), profile)
+    return detection, profile.for_release(
+        detection.release or releases.LATEST, named=detection.named)
 
 
-def lowest_service_version(api_engine, reference_url, connect):
-    """The lowest version of the live spec readers in any cell.
+def registered_services(api_engine, reference_url, connect):
+    """Every cell's services that are not deleted or forced down.
 
-    If no cell registers a spec reader, the lowest of any live service;
-    None if there is none. A cell that cannot be read is left out (its
-    walk reports it).
+    A cell that cannot be read is left out (its walk reports it).
     """
     with exception.reraised_as(exception.ApiDatabaseError):
         with api_engine.connect() as conn:
             cells = api_queries.get_cells(conn)
-    lowest = {}
+    services = []
     for cell in cells:
         try:
             engine = connect_cell(cell, reference_url, connect)
@@ -106,17 +105,16 @@ def lowest_service_version(api_engine, reference_url, connect):
             continue
         try:
             with engine.connect() as conn:
-                found = cell_queries.get_lowest_service_versions(conn)
+                rows = cell_queries.get_services(conn)
         except exception.DB_ERRORS as exc:
             LOG.warning('Release detection skips cell %s: %s',
                         cell['uuid'], cell_error(cell, exc))
             continue
         finally:
             engine.dispose()
-        for binary, version in found.items():
-            lowest[binary] = min(version, lowest.get(binary, version))
-    readers = [lowest[b] for b in SPEC_READERS if b in lowest]
-    return min(readers or lowest.values(), default=None)
+        services.extend(evidence.services_from_rows(
+            cell['name'] or cell['uuid'], rows))
+    return services
 
 
 def _api_schema_head(api_engine):

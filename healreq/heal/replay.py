@@ -47,7 +47,7 @@ class Replayer(object):
     def __init__(self, api_engine, reference_url, settings, audit, run_id,
                  dry_run=False, connect=engines.create_engine,
                  clock=clock_module.utcnow, rederive=False,
-                 target_release=None):
+                 target_release=None, service_down_time=60):
         """Prepare writing recorded changes.
 
         With ``rederive`` (apply), a change is written only if a heal
@@ -56,6 +56,7 @@ class Replayer(object):
         """
         self.rederive = rederive
         self.target_release = target_release
+        self.service_down_time = service_down_time
         self.profile = None
         self.api_engine = api_engine
         self.reference_url = reference_url
@@ -82,7 +83,8 @@ class Replayer(object):
             if self.rederive:
                 detection, self.profile = records.learn_deployment(
                     self.api_engine, self.reference_url,
-                    self.target_release, self._connect)
+                    self.target_release, self._connect,
+                    service_down_time=self.service_down_time)
                 self.report.release = detection
                 if changes and not self.report.dry_run:
                     detection.check_writable()

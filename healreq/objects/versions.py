@@ -29,13 +29,16 @@ from healreq import releases
 class VersionProfile(object):
     """The deployment's release and the object versions its specs hold."""
 
-    def __init__(self, release=releases.LATEST):
+    def __init__(self, release=releases.LATEST, named=False):
         self.release = release
+        # Whether the operator named the release: their word then
+        # overrides what the stored specs show (see heal.field_checks).
+        self.named = named
         self._seen = {}
 
-    def for_release(self, release):
+    def for_release(self, release, named=False):
         """The same observations, for ``release``."""
-        profile = VersionProfile(release)
+        profile = VersionProfile(release, named)
         profile._seen = self._seen
         return profile
 
@@ -104,3 +107,21 @@ def first_nested_version(document, key, default):
     if isinstance(value, list):
         value = value[0] if value else None
     return version_of(value, default)
+
+
+def newest_by_name(document):
+    """``{name: (parsed, text)}``: the highest version of each object."""
+    profile = VersionProfile()
+    profile.observe(document)
+    return dict(profile._seen)
+
+
+def lowered(before, after):
+    """``[(name, old, new)]`` of objects whose highest version drops.
+
+    Compares the highest version of each object name in two documents;
+    names only one of them holds are not compared.
+    """
+    old, new = newest_by_name(before), newest_by_name(after)
+    return [(name, old[name][1], new[name][1]) for name in sorted(old)
+            if name in new and new[name][0] < old[name][0]]

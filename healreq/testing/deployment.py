@@ -24,6 +24,7 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
+from healreq import clock
 from healreq.db import tables
 
 CELL0_UUID = tables.CELL0_UUID
@@ -32,6 +33,8 @@ USER_ID = '5a6b7c8d9e0f41a2b3c4d5e6f7a8b9c0'
 LONG_AGO = datetime.datetime(2024, 1, 10, 11, 26, 50)
 IMAGE_ID = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
 IMAGE_PROPERTIES = {'hw_architecture': 'x86_64', 'os_distro': 'ubuntu'}
+# The default of add_service's last_seen_up: the time of the call.
+_NOW = object()
 
 
 def envelope(name, version, data, changes=None):
@@ -272,13 +275,26 @@ class Deployment(object):
                 t.c.instance_uuid == instance_uuid).values(spec=text))
 
 
-def add_service(engine, binary, version, host='controller-1'):
-    """Register a live Nova service of ``version`` in a cell database."""
+def add_service(engine, binary, version, host='controller-1',
+                last_seen_up=_NOW, forced_down=False, deleted=False):
+    """Register a Nova service of ``version`` in a cell database.
+
+    By default it is up: its last heartbeat is now. ``last_seen_up``
+    None is a service that never reported; a datetime, its last report.
+    """
+    if last_seen_up is _NOW:
+        last_seen_up = clock.utcnow()
     with engine.begin() as conn:
-        conn.execute(tables.services.insert().values(
+        result = conn.execute(tables.services.insert().values(
             host=host, binary=binary, topic=binary.replace('nova-', ''),
             report_count=1, version=version, deleted=0,
-            created_at=LONG_AGO))
+            forced_down=forced_down, last_seen_up=last_seen_up,
+            created_at=LONG_AGO, updated_at=last_seen_up))
+        if deleted:
+            service_id = result.inserted_primary_key[0]
+            conn.execute(tables.services.update().where(
+                tables.services.c.id == service_id).values(
+                deleted=service_id, deleted_at=LONG_AGO))
 
 
 def _insert_instance(conn, uuid, cur_data, updated_at, image_ref, host,

@@ -381,6 +381,16 @@ class OwnerTest(_FieldsTestCase):
         self.assert_refused(self.cell1, uuid, 'spec-owner-mismatch',
                             'user_id')
 
+    def test_spec_of_another_instance_refused(self):
+        # A spec document copied from another instance: its flavor drifts
+        # from this instance's, but it is not this instance's to heal.
+        other = str(uuidlib.uuid4())
+        uuid = self.add(spec=json.dumps(dep.request_spec(other,
+                                                         demo.M1_SMALL)))
+        finding = self.assert_refused(self.cell1, uuid,
+                                      'spec-instance-mismatch', other)
+        self.assertIn('not this one', finding['detail'])
+
 
 class FieldsOptionTest(_FieldsTestCase):
 

@@ -73,7 +73,8 @@ class DetectionTest(ReleaseTestCase):
         self.assertEqual(
             {'series': '2022.2', 'codename': 'zed', 'nova': 26,
              'source': 'detected', 'evidence': 'service version 64',
-             'supported': True}, doc['release'])
+             'supported': True, 'writable': True, 'refusal': None,
+             'notes': [], 'down_services': []}, doc['release'])
 
     def test_oldest_spec_reader_decides(self):
         # A conductor upgraded to 2026.1, a scheduler still on 2025.1:
@@ -272,13 +273,16 @@ class ReleaseRulesTest(ReleaseTestCase):
             cell['nova_object.version'] = '1.5'
             data = cell['nova_object.data']
             data['cpuset'] = list(data['pcpuset'])
+        # Specs as Zed saves them, which every later release loads.
+        zed = {'version': '1.14', 'spec_image': dep.image(
+            props_version='1.34')}
         uuid = self.deployment.add_instance(
             self.cell1, demo.C1_PINNED,
-            spec_fields={'numa_topology': document})
+            spec_fields=dict(zed, numa_topology=document))
         # A newer spec, as the running Nova writes them (cells at 1.6).
         self.deployment.add_instance(
-            self.cell2, demo.C1_PINNED, spec_fields={
-                'numa_topology': demo.numa_request(demo.C1_PINNED)})
+            self.cell2, demo.C1_PINNED, spec_fields=dict(
+                zed, numa_topology=demo.numa_request(demo.C1_PINNED)))
         self.set_service_versions(64)
         self.assert_consistent()
         self.set_service_versions(68)

@@ -321,6 +321,7 @@ class RobustnessRunTest(fixtures.DeploymentTestCase):
                   'rows': rows}
         if column is not None:
             values[column] = stored
+        values['spec'] = corpus.for_instance(values['spec'], uuid)
         self.deployment.add_instance(
             cell, corpus.CUR_FLAVOR, uuid=uuid, spec=values['spec'],
             extra=values['flavor'], extra_numa_topology=values['numa'],

@@ -111,6 +111,21 @@ def system_metadata_rows(values):
             for index, (key, value) in enumerate(values.items(), 1)]
 
 
+def for_instance(value, uuid):
+    """A stored spec value naming instance ``uuid`` instead of the base's.
+
+    Every document of the corpus is the base instance's; a record of
+    another instance holds it with that instance's uuid. The UUIDs are
+    equally long, so a mutation stays where it was.
+    """
+    if isinstance(value, str):
+        return value.replace(INSTANCE_UUID, uuid)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).replace(INSTANCE_UUID.encode('ascii'),
+                                    uuid.encode('ascii'))
+    return value
+
+
 def _record(texts, sysmeta_rows, spec=None, flavor=None, numa_topology=None,
             pci_requests=None, system_metadata=None, null_mirrors=False,
             uuid=INSTANCE_UUID):
@@ -141,7 +156,7 @@ def _record(texts, sysmeta_rows, spec=None, flavor=None, numa_topology=None,
                  'queued_for_delete': False},
         extras=[extra],
         spec_row={'id': 7, 'instance_uuid': uuid,
-                  'spec': pick(spec, SPEC)},
+                  'spec': for_instance(pick(spec, SPEC), uuid)},
         system_metadata=[(row['key'], row['value'], row['deleted'])
                          for row in sorted(rows, key=lambda r: r['id'])])
 

@@ -1,0 +1,243 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Judging the release from services and specs, and the write guards."""
+
+import copy
+import datetime
+import json
+
+import testtools
+
+from healreq import exception
+from healreq.heal import decisions
+from healreq.heal import evidence
+from healreq.heal import findings
+from healreq.objects import versions
+from healreq import releases
+from healreq.testing import deployment as dep
+
+NOW = datetime.datetime(2026, 12, 1, 12, 0, 0)
+UP = NOW - datetime.timedelta(seconds=10)
+DOWN = NOW - datetime.timedelta(days=400)
+INSTANCE_UUID = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
+CELL = {'id': 1, 'uuid': '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c',
+        'name': 'cell1'}
+M1_SMALL = dep.flavor(2, 'm1.small', vcpus=1, memory_mb=2048, root_gb=20)
+M1_LARGE = dep.flavor(4, 'm1.large', vcpus=4, memory_mb=8192, root_gb=80)
+
+
+def _service(binary, version, last_seen=UP, host=None):
+    return evidence.Service('cell1', host or '%s-%d' % (binary, version),
+                            binary, version, last_seen)
+
+
+def _profile(*documents):
+    profile = versions.VersionProfile()
+    for document in documents:
+        profile.observe(document)
+    return profile
+
+
+def _spec(props_version='1.44', version='1.15'):
+    return dep.request_spec(INSTANCE_UUID, M1_SMALL, version=version,
+                            spec_image=dep.image(props_version=props_version))
+
+
+class ServiceRowsTest(testtools.TestCase):
+
+    def test_forced_down_and_unversioned_rows_are_left_out(self):
+        rows = [dict(host='a', binary='nova-conductor', version=74,
+                     forced_down=False, last_seen_up=UP, created_at=DOWN),
+                dict(host='b', binary='nova-conductor', version=64,
+                     forced_down=True, last_seen_up=UP, created_at=DOWN),
+                dict(host='c', binary='nova-conductor', version=None,
+                     forced_down=False, last_seen_up=UP, created_at=DOWN),
+                dict(host='d', binary='nova-compute', version=70,
+                     forced_down=None, last_seen_up=None, created_at=DOWN)]
+        self.assertEqual(
+            [('a', UP), ('d', DOWN)],
+            [(s.host, s.last_seen)
+             for s in evidence.services_from_rows('cell1', rows)])
+
+    def test_up_within_the_down_time_either_way(self):
+        for seen, up in ((NOW - datetime.timedelta(seconds=60), True),
+                         (NOW - datetime.timedelta(seconds=61), False),
+                         (NOW + datetime.timedelta(seconds=60), True),
+                         (NOW + datetime.timedelta(seconds=61), False),
+                         (None, False)):
+            self.assertEqual(up, evidence.is_up(
+                _service('nova-conductor', 74, seen), NOW, 60), seen)
+
+
+class JudgeTest(testtools.TestCase):
+
+    def judge(self, services, profile=None, head=None):
+        return evidence.judge(services, NOW, 60, head,
+                              profile or _profile(_spec()))
+
+    def test_down_controllers_are_outranked(self):
+        detection = self.judge([
+            _service('nova-conductor', 74), _service('nova-compute', 74),
+            _service('nova-conductor', 64, DOWN, host='old-ctl')])
+        self.assertEqual(('2026.2', None), (detection.release.series,
+                                            detection.refusal))
+        self.assertEqual(['old-ctl'],
+                         [s.host for s in detection.down_services])
+        self.assertEqual(1, len(detection.notes))
+        self.assertIn('nova-conductor on old-ctl (version 64, last report '
+                      '2025-10-27T12:00:00Z)', detection.notes[0])
+
+    def test_up_computes_do_not_decide(self):
+        detection = self.judge([_service('nova-conductor', 74),
+                                _service('nova-compute', 64)])
+        self.assertEqual('2026.2', detection.release.series)
+
+    def test_fallback_when_no_controller_is_up(self):
+        detection = self.judge(
+            [_service('nova-conductor', 72, DOWN),
+             _service('nova-compute', 74)],
+            profile=_profile(_spec(props_version='1.42')))
+        self.assertEqual(('2026.1', None), (detection.release.series,
+                                            detection.refusal))
+        self.assertIn('no controller service has reported within 60 s',
+                      detection.notes[0])
+
+    def test_fallback_to_computes_without_any_controller(self):
+        detection = self.judge([_service('nova-compute', 74, DOWN)])
+        self.assertEqual('2026.2', detection.release.series)
+
+    def test_nothing_registered(self):
+        detection = self.judge([])
+        self.assertIsNone(detection.release)
+        self.assertEqual((), detection.notes)
+        self.assertRaises(exception.InvalidInput, detection.check_writable)
+
+    def test_specs_newer_than_the_services_say(self):
+        detection = self.judge([_service('nova-conductor', 64, DOWN)])
+        self.assertEqual('2022.2', detection.release.series)
+        self.assertIn('the evidence disagrees: the services say 2022.2 Zed '
+                      '(Nova 26) (nova-conductor on nova-conductor-64 '
+                      '(version 64, last report 2025-10-27T12:00:00Z)) but '
+                      'the newest specs hold RequestSpec 1.15, '
+                      'ImageMetaProps 1.44, which it cannot load',
+                      detection.refusal)
+        error = self.assertRaises(exception.InvalidInput,
+                                  detection.check_writable)
+        self.assertIn('refusing to write', str(error))
+
+    def test_specs_older_than_the_services_agree(self):
+        detection = self.judge(
+            [_service('nova-conductor', 74)],
+            profile=_profile(_spec(props_version='1.20', version='1.11')))
+        self.assertIsNone(detection.refusal)
+        detection.check_writable()
+
+    def test_upgrade_in_progress(self):
+        detection = self.judge([_service('nova-conductor', 74),
+                                _service('nova-scheduler', 72),
+                                _service('nova-osapi_compute', 74)])
+        self.assertEqual('2026.1', detection.release.series)
+        self.assertTrue(detection.refusal.startswith(
+            'an upgrade is in progress: the controllers that are up run '
+            'service versions 72, 74 (nova-scheduler on '))
+
+    def test_many_services_are_counted_not_listed(self):
+        detection = self.judge(
+            [_service('nova-conductor', 74)]
+            + [_service('nova-compute', 64, DOWN, host='c%d' % n)
+               for n in range(8)])
+        self.assertTrue(detection.notes[0].endswith(' and 3 more'))
+        self.assertEqual(8, len(detection.down_services))
+
+    def test_unsupported_release_is_not_also_a_disagreement(self):
+        detection = self.judge([_service('nova-conductor', 61)])
+        self.assertFalse(detection.supported)
+        self.assertIsNone(detection.refusal)
+
+
+class WriteGuardTest(testtools.TestCase):
+    """Per spec: never lower a stored version or drop a shared property."""
+
+    def record(self, spec, properties):
+        system_metadata = dep.image_system_metadata(
+            dict(dep.IMAGE_PROPERTIES, **properties), min_disk=80)
+        instance = {
+            'id': 17, 'uuid': INSTANCE_UUID, 'deleted': 0, 'hidden': False,
+            'vm_state': 'active', 'task_state': None, 'host': 'compute-1',
+            'updated_at': dep.LONG_AGO, 'instance_type_id': 4, 'vcpus': 4,
+            'memory_mb': 8192, 'root_gb': 80, 'ephemeral_gb': 0,
+            'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
+            'image_ref': dep.IMAGE_ID}
+        return decisions.InstanceRecord(
+            instance=instance,
+            mapping={'instance_uuid': INSTANCE_UUID, 'cell_id': 1,
+                     'queued_for_delete': False},
+            extras=[{'id': 5, 'instance_uuid': INSTANCE_UUID,
+                     'flavor': dep.instance_flavors(M1_LARGE),
+                     'pci_requests': '[]'}],
+            spec_row={'id': 7, 'instance_uuid': INSTANCE_UUID,
+                      'spec': json.dumps(spec)},
+            system_metadata=[(k, v, 0) for k, v in system_metadata.items()])
+
+    def evaluate(self, spec_properties, properties, release, named=False):
+        spec = dep.request_spec(
+            INSTANCE_UUID, copy.deepcopy(M1_SMALL), spec_image=dep.image(
+                properties=dict(dep.IMAGE_PROPERTIES, **spec_properties)))
+        profile = versions.VersionProfile().for_release(release, named)
+        return decisions.evaluate(self.record(spec, properties), CELL, NOW,
+                                  decisions.Settings(), profile)
+
+    def test_dropping_a_property_both_hold_is_refused(self):
+        zed = releases.by_name('zed')
+        # hw_sound_model (ImageMetaProps 1.40) in the spec and in system
+        # metadata; the image differs in another property.
+        spec = dict(hw_sound_model='ich9', hw_disk_bus='ide')
+        system_metadata = dict(hw_sound_model='ich9', hw_disk_bus='scsi')
+        finding = self.evaluate(spec, system_metadata, zed).finding
+        self.assertEqual(
+            (findings.Status.ERROR, 'image-property-would-be-lost'),
+            (finding.status, finding.reason))
+        self.assertIn('hw_sound_model', finding.detail)
+        named = self.evaluate(spec, system_metadata, zed, named=True)
+        self.assertEqual(findings.Status.DRIFTED, named.finding.status)
+        self.assertNotIn('hw_sound_model', named.new_spec)
+        latest = self.evaluate(spec, system_metadata, releases.LATEST)
+        self.assertIn('hw_sound_model', latest.new_spec)
+
+    def test_lowering_a_stored_version_is_refused(self):
+        zed = releases.by_name('zed')
+        # The image drifted; the spec holds ImageMetaProps 1.44, which
+        # Zed does not load, so the heal would write 1.34.
+        spec, system_metadata = dict(hw_disk_bus='ide'), dict(
+            hw_disk_bus='scsi')
+        finding = self.evaluate(spec, system_metadata, zed).finding
+        self.assertEqual(
+            (findings.Status.ERROR, 'object-version-downgrade'),
+            (finding.status, finding.reason))
+        self.assertIn('ImageMetaProps 1.44 to 1.34', finding.detail)
+        named = self.evaluate(spec, system_metadata, zed, named=True)
+        self.assertEqual(findings.Status.DRIFTED, named.finding.status)
+        self.assertEqual(findings.Status.DRIFTED, self.evaluate(
+            spec, system_metadata, releases.LATEST).finding.status)
+
+    def test_lowered_compares_the_highest_version_of_each_object(self):
+        before = dep.request_spec(INSTANCE_UUID, M1_SMALL)
+        after = dep.request_spec(INSTANCE_UUID, M1_SMALL, version='1.14',
+                                 spec_image=dep.image(props_version='1.34'))
+        self.assertEqual([('ImageMetaProps', '1.44', '1.34'),
+                          ('RequestSpec', '1.15', '1.14')],
+                         versions.lowered(before, after))
+        self.assertEqual([], versions.lowered(after, before))
+        after['nova_object.data']['image'] = None
+        self.assertEqual([('RequestSpec', '1.15', '1.14')],
+                         versions.lowered(before, after))
