@@ -174,7 +174,8 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
         return [writer.Change(
             instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
             fields=json.loads(c['fields']), before=c['after_text'],
-            after=c['before_text'], before_digest=c['after_digest'])
+            after=c['before_text'], before_digest=c['after_digest'],
+            after_digest=c['before_digest'])
             for c in reversed(store.changes(run_id, instance_uuid,
                                             audit_store.APPLIED))]
 

@@ -159,6 +159,9 @@ NOTES = {
         'instance_extra.flavor["old"] is set but no migration is in '
         'progress',
     'forced': '--force overrode a skip rule for this instance',
+    'already-written':
+        'revert or apply: the row already holds the value to write (the '
+        'run was reverted, or the plan applied, before)',
 }
 
 

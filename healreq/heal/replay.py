@@ -33,6 +33,7 @@ from healreq.heal import decisions
 from healreq.heal import field_checks
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
+from healreq.heal.findings import Note
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq.heal import records
@@ -117,10 +118,27 @@ class Replayer(object):
                           'fields: %s' % ', '.join(change.fields))
         self.writer.write(change, finding,
                           lambda: self._decide_again(change, cell))
+        if finding.status is Status.CONSISTENT:
+            finding.notes.append(Note(finding.reason, finding.detail))
         return finding
 
     def _decide_again(self, change, cell):
         """None if ``change`` may be written now, else a Refusal."""
+        # apply derives the value again, and refuses what it cannot.
+        invalid = None if self.rederive else _invalid_record(change)
+        if invalid:
+            return spec_writer.Refusal(Status.ERROR, 'audit-record-invalid',
+                                       invalid + '; left alone')
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.api_engine.connect() as conn:
+                current = api_queries.get_request_specs(
+                    conn, [change.instance_uuid]).get(change.instance_uuid)
+        if (current is not None and current['id'] == change.spec_id
+                and current['spec'] == change.after):
+            return spec_writer.Refusal(
+                Status.CONSISTENT, 'already-written',
+                'the row already holds the value to write (written '
+                'before?); nothing to do')
         if cell is None:
             return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',
                                        'no instance mapping with a cell')
@@ -130,11 +148,10 @@ class Replayer(object):
             return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
                                        str(exc))
         if busy:
-            return spec_writer.Refusal(Status.CONFLICT, *busy)
-        with exception.reraised_as(exception.ApiDatabaseError):
-            with self.api_engine.connect() as conn:
-                current = api_queries.get_request_specs(
-                    conn, [change.instance_uuid]).get(change.instance_uuid)
+            code, detail = busy
+            status = (Status.SKIPPED if code == 'instance-deleted'
+                      else Status.CONFLICT)
+            return spec_writer.Refusal(status, code, detail)
         if (self.rederive and current is not None
                 and current['id'] != change.spec_id):
             return spec_writer.Refusal(
@@ -167,7 +184,7 @@ class Replayer(object):
             return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
                                        str(records.cell_error(cell, exc)))
         if not found:
-            return spec_writer.Refusal(Status.CONFLICT, 'instance-deleted',
+            return spec_writer.Refusal(Status.SKIPPED, 'instance-deleted',
                                        'the instance is gone')
         settings = dataclasses.replace(self.settings, checked_fields=fields)
         again = decisions.evaluate(found[0], cell, self._clock(), settings,
@@ -213,6 +230,43 @@ class Replayer(object):
                                      self.settings)
 
 
+def _invalid_record(change):
+    """Why the value ``change`` would write cannot be trusted, or None.
+
+    The value must be what was recorded with it (its digest) and a
+    RequestSpec document of the change's instance and row. Audit rows
+    and plans are inputs like any other: they may have been edited.
+    """
+    if change.after_digest and audit_store.digest(
+            change.after) != change.after_digest:
+        return 'the recorded value does not match its recorded digest'
+    problem = _not_the_spec_of(change.after, change.instance_uuid)
+    if problem:
+        return problem
+    document = json.loads(change.after)
+    spec_id = document['nova_object.data'].get('id')
+    if spec_id is not None and spec_id != change.spec_id:
+        return ('the recorded value is the document of request_specs row '
+                '%r, not of row %s' % (spec_id, change.spec_id))
+    return None
+
+
+def _not_the_spec_of(text, instance_uuid):
+    """Why ``text`` is not a RequestSpec of ``instance_uuid``, or None."""
+    try:
+        document = json.loads(text)
+    except (TypeError, ValueError):
+        return 'the new value is not JSON'
+    data = (document.get('nova_object.data')
+            if isinstance(document, dict) else None)
+    if (not isinstance(data, dict)
+            or document.get('nova_object.name') != 'RequestSpec'):
+        return 'the new value is not a RequestSpec document'
+    if data.get('instance_uuid') != instance_uuid:
+        return 'the new value is the RequestSpec of another instance'
+    return None
+
+
 def _not_derived(why):
     return spec_writer.Refusal(
         Status.ERROR, 'change-not-derived',
@@ -222,18 +276,8 @@ def _not_derived(why):
 
 def _mismatch(after, instance_uuid):
     """Why the plan's new value ``after`` is not the derived one."""
-    try:
-        document = json.loads(after)
-    except ValueError:
-        return 'the new value is not JSON'
-    data = (document.get('nova_object.data')
-            if isinstance(document, dict) else None)
-    if (not isinstance(data, dict)
-            or document.get('nova_object.name') != 'RequestSpec'):
-        return 'the new value is not a RequestSpec document'
-    if data.get('instance_uuid') != instance_uuid:
-        return 'the new value is the RequestSpec of another instance'
-    return 'the new value differs from the derived one'
+    return (_not_the_spec_of(after, instance_uuid)
+            or 'the new value differs from the derived one')
 
 
 def _holds(current, change):

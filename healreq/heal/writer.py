@@ -52,8 +52,10 @@ class Change:
     fields: list
     before: str
     after: str
-    # The digest ``before`` was recorded with, checked again if set.
+    # The digests ``before`` and ``after`` were recorded with, checked
+    # again if set.
     before_digest: str = None
+    after_digest: str = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -427,10 +427,18 @@ class RevertTest(audit_case.AuditTestCase):
                 (change['state'], change['before'], change['after'],
                  change['before_digest'], change['after_digest']))
 
-        # Reverting again finds every row changed since: left alone.
-        again = self.run_cli('revert', heal_run)
-        self.assertEqual(3, again.code, again.stdout + again.stderr)
+        # Reverting again finds every row reverted already: nothing to do.
+        again, document = self.run_json('revert', heal_run)
+        self.assertEqual(4, again.code, again.stdout + again.stderr)
         self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual([], document['results'])
+        self.assertEqual(
+            sorted((u, 'already-written') for u in changed),
+            sorted((n['instance_uuid'], n['notes'][0]['code'])
+                   for n in document['notices']))
+        self.assertIn('NOTICE    %s cell1 already-written: the row already '
+                      'holds the value to write' % self.first,
+                      self.run_cli('revert', heal_run).stdout)
 
     def test_revert_one_instance(self):
         heal_run = self.heal_run()
@@ -499,6 +507,67 @@ class RevertTest(audit_case.AuditTestCase):
         self.assertIn((self.first, 'conflict', 'task-in-progress'),
                       [(r['instance_uuid'], r['status'], r['reason'])
                        for r in document['results']])
+
+    def tamper(self, run_id, instance_uuid, **values):
+        """Edit the audit store's record of a change, as an attacker."""
+        engine = sa.create_engine(self.audit_url())
+        self.addCleanup(engine.dispose)
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                'UPDATE changes SET %s WHERE run_id = :run AND '
+                'instance_uuid = :uuid' % ', '.join(
+                    '%s = :%s' % (key, key) for key in values)),
+                dict(values, run=run_id, uuid=instance_uuid))
+
+    def assert_revert_refused(self, heal_run, detail):
+        healed = self.all_spec_texts()
+        result, document = self.run_json('revert', heal_run, '--instance',
+                                         self.first)
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            [(self.first, 'error', 'audit-record-invalid')],
+            [(r['instance_uuid'], r['status'], r['reason'])
+             for r in document['results']])
+        self.assertIn(detail, document['results'][0]['detail'])
+        self.assertEqual(healed, self.all_spec_texts())
+        self.assertEqual([], self.audit_show(document['run_id'])['changes'])
+
+    def test_tampered_record_is_not_written_back(self):
+        heal_run = self.heal_run()
+        self.tamper(heal_run, self.first,
+                    before_text='THIS IS NOT A REQUESTSPEC')
+        self.assert_revert_refused(
+            heal_run, 'does not match its recorded digest')
+
+    def test_record_of_another_instance_is_not_written_back(self):
+        # A careful attacker recomputes the digest.
+        heal_run = self.heal_run()
+        other = self.originals[self.second]
+        self.tamper(heal_run, self.first, before_text=other,
+                    before_digest=sha256(other))
+        self.assert_revert_refused(heal_run,
+                                   'the RequestSpec of another instance')
+
+    def test_record_of_another_row_is_not_written_back(self):
+        heal_run = self.heal_run()
+        document = json.loads(self.originals[self.first])
+        document['nova_object.data']['id'] = 999999
+        text = json.dumps(document)
+        self.tamper(heal_run, self.first, before_text=text,
+                    before_digest=sha256(text))
+        self.assert_revert_refused(heal_run, 'request_specs row 999999')
+
+    def test_revert_of_a_deleted_instance_skips_it(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        self.update_instance(self.cell1, self.first, deleted=1)
+        result, document = self.run_json('revert', heal_run, '--instance',
+                                         self.first)
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.first, 'skipped', 'instance-deleted')],
+                         [(r['instance_uuid'], r['status'], r['reason'])
+                          for r in document['results']])
+        self.assertEqual(healed, self.all_spec_texts())
 
     def test_unknown_run(self):
         self.heal_run()
@@ -605,10 +674,11 @@ class PlanApplyTest(audit_case.AuditTestCase):
                 (recorded['state'], recorded['before'], recorded['after'],
                  recorded['before_digest'], recorded['after_digest']))
 
-        # Nothing is left to heal, and the same plan applies no more.
+        # Nothing is left to heal, and the same plan has nothing to do.
         self.assertEqual(4, self.heal('--dry-run').code)
         again = self.run_cli('apply', self.plan_path)
-        self.assertEqual(3, again.code, again.stdout + again.stderr)
+        self.assertEqual(4, again.code, again.stdout + again.stderr)
+        self.assertEqual(3, again.stdout.count(' already-written: '))
         self.assertEqual(expected, self.all_spec_texts())
 
     def test_apply_after_revert_writes_the_same_rows(self):
