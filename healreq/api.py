@@ -241,29 +241,67 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
 
 
 def _leased_run(api_engine, store, run_id, work, outputs, arguments):
-    """Run ``work`` for the started run ``run_id`` and finish its record."""
+    """Run ``work`` for the started run ``run_id`` and finish its record.
+
+    Once work has begun, what it did is always reported: an error that
+    ends it after some work (the audit store or the API database
+    failing, a signal) becomes the result's exit code and problem, with
+    the report of the work done.
+    """
     started = time.monotonic()
+    problems = []
     try:
         report = work(api_engine, store, run_id, *arguments)
         code = exit_code_for(report)
-    except exception.Interrupted as exc:
+    except _ENDS_AFTER_WORK as exc:
         if exc.report is None:
-            store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
+            _finish_failed(store, run_id, exc)
             raise
         report, code = exc.report, exc.exit_code
+        if not isinstance(exc, exception.Interrupted):
+            problems.append(exc.line())
     except exception.HealreqError as exc:
-        store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
+        _finish_failed(store, run_id, exc)
         raise
     except Exception as exc:
         _finish_unexpected(store, run_id, exc)
         raise
-    problems = []
+    if report.audit_error:
+        problems.append(report.audit_error)
     if outputs is not None:
-        problems = outputs(report, code, run_id, time.monotonic() - started)
+        problems += outputs(report, code, run_id, time.monotonic() - started)
     if problems and code < ExitCode.INVALID_INPUT:
         code = ExitCode.NEEDS_ATTENTION
-    store.finish_run(run_id, report.summary(), code)
+    try:
+        store.finish_run(run_id, report.summary(), code)
+    except exception.AuditStoreError as exc:
+        problems.append(exc.line())
+        code = code if code >= ExitCode.INVALID_INPUT else (
+            ExitCode.NEEDS_ATTENTION)
     return RunResult(run_id, report, code, problems)
+
+
+# Errors that may end a run after it did some work, which is reported.
+_ENDS_AFTER_WORK = (exception.Interrupted, exception.AuditStoreError,
+                    exception.ApiDatabaseError)
+
+
+def _attach_report(exc, report, worked):
+    """Let ``exc`` carry ``report`` if the run did any work (``worked``).
+
+    An interruption always carries it: the run stopped as asked.
+    """
+    if worked or isinstance(exc, exception.Interrupted):
+        exc.report = report
+
+
+def _finish_failed(store, run_id, exc):
+    """Close the run of ``exc``; a store that fails too is passed over."""
+    try:
+        store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
+    except exception.AuditStoreError:
+        if not isinstance(exc, exception.AuditStoreError):
+            raise
 
 
 def _finish_unexpected(store, run_id, exc):

@@ -83,6 +83,8 @@ class HealreqError(Exception):
     """
     exit_code = ExitCode.UNEXPECTED_ERROR
     component = None
+    # What a run did before the error ended it, when it did anything.
+    report = None
 
     def __init__(self, message, component=None, exit_code=None):
         super().__init__(first_line(message))

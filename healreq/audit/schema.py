@@ -26,11 +26,17 @@ _LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
 
 metadata = sa.MetaData()
 
+# Any text, whatever the database's default character set (latin1 on
+# MySQL 5.7 and upstream MariaDB).
+_MYSQL_TABLE_ARGS = {'mysql_charset': 'utf8mb4',
+                     'mysql_collate': 'utf8mb4_unicode_ci'}
+
 # The version row of the stores from before alembic, kept so that those
 # releases refuse a store they no longer understand (it records 3).
 audit_schema = sa.Table(
     'audit_schema', metadata,
-    sa.Column('version', sa.Integer, nullable=False))
+    sa.Column('version', sa.Integer, nullable=False),
+    **_MYSQL_TABLE_ARGS)
 
 runs = sa.Table(
     'runs', metadata,
@@ -50,7 +56,8 @@ runs = sa.Table(
     # The kind of lease the run held while alive (healreq.audit.lease);
     # NULL for runs recorded before leases existed.
     sa.Column('lease', sa.String(16)),
-    sa.Index('runs_started_ns_idx', 'started_ns'))
+    sa.Index('runs_started_ns_idx', 'started_ns'),
+    **_MYSQL_TABLE_ARGS)
 
 changes = sa.Table(
     'changes', metadata,
@@ -73,7 +80,8 @@ changes = sa.Table(
     sa.Column('resolved_at', sa.DateTime),
     sa.Index('changes_run_id_idx', 'run_id'),
     sa.Index('changes_state_idx', 'state'),
-    sa.Index('changes_instance_uuid_idx', 'instance_uuid'))
+    sa.Index('changes_instance_uuid_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
 
 findings = sa.Table(
     'findings', metadata,
@@ -87,7 +95,8 @@ findings = sa.Table(
     sa.Column('drift', sa.Text),
     sa.Column('detail', sa.Text),
     sa.Index('findings_run_id_idx', 'run_id'),
-    sa.Index('findings_instance_uuid_idx', 'instance_uuid'))
+    sa.Index('findings_instance_uuid_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
 
 
 class SchemaTooNew(Exception):

@@ -82,6 +82,19 @@ def _prepare_sqlite_file(url):
     os.chmod(path, 0o600)
 
 
+def _utf8mb4(url):
+    """``url``, talking utf8mb4 to a MySQL server unless it says.
+
+    oslo.db would ask for utf8 (utf8mb3), which cannot carry every text a
+    finding may quote.
+    """
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() != 'mysql' or 'charset' in parsed.query:
+        return url
+    return parsed.update_query_dict({'charset': 'utf8mb4'}).render_as_string(
+        hide_password=False)
+
+
 class AuditStore(object):
     """A SQL audit store reached through oslo.db."""
 
@@ -89,7 +102,7 @@ class AuditStore(object):
         if url.startswith('sqlite'):
             _prepare_sqlite_file(url)
         self.engine = engines.create_engine(
-            url, max_retries=0, mysql_sql_mode='TRADITIONAL')
+            _utf8mb4(url), max_retries=0, mysql_sql_mode='TRADITIONAL')
         migrations.upgrade(self.engine)
         # The leases of the runs this store started and has not ended.
         self._leases = {}

@@ -15,6 +15,7 @@
 
 import difflib
 import json
+import sys
 
 from healreq import api
 from healreq.cmd import common
@@ -217,9 +218,14 @@ def audit_show(conf, argv):
 
 def _render(conf, result):
     """Print a revert or apply report; return the exit code."""
-    output.print_report(result.report, result.exit_code, result.run_id,
-                        conf.command.format == 'json', verbose=True,
-                        list_skipped=True)
+    try:
+        output.print_report(result.report, result.exit_code, result.run_id,
+                            conf.command.format == 'json', verbose=True,
+                            list_skipped=True, problems=result.problems)
+    except BrokenPipeError:
+        common.silence_stdout()
+    for problem in result.problems:
+        print(problem, file=sys.stderr)
     return result.exit_code
 
 

@@ -43,26 +43,29 @@ def _cell_dict(cell):
 
 
 def print_report(report, exit_code, run_id=None, json_format=False,
-                 verbose=False, list_skipped=False):
+                 verbose=False, list_skipped=False, problems=()):
     """Print ``report`` on stdout: one JSON document, or the text report.
 
     Skipped instances are only counted in the text unless
     ``list_skipped``: on a busy cloud many instances are mid-operation at
-    any time.
+    any time. ``problems`` (one-line errors that the exit code counts)
+    are in the JSON document; the caller prints them on stderr.
     """
     if json_format:
-        common.emit_pieces(json_chunks(report, exit_code, run_id), '')
+        common.emit_pieces(json_chunks(report, exit_code, run_id, problems),
+                           '')
     else:
         common.emit_pieces(text_lines(report, exit_code, verbose,
                                       list_skipped, run_id))
 
 
-def json_chunks(report, exit_code, run_id=None):
+def json_chunks(report, exit_code, run_id=None, problems=()):
     """The report as one JSON document, in pieces.
 
     The document is never built whole; the README describes its keys.
     """
     document = {
+        'problems': list(problems),
         'run_id': run_id,
         'summary': report.summary(),
         'dry_run': report.dry_run,

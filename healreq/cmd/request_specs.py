@@ -202,7 +202,8 @@ def _render(conf, options, result):
         output.print_report(
             result.report, result.exit_code, result.run_id, json_format,
             verbose=command.verbose,
-            list_skipped=command.verbose or bool(options.instance_uuid))
+            list_skipped=command.verbose or bool(options.instance_uuid),
+            problems=result.problems)
     if not json_format and not command.quiet:
         if command.plan and not result.problems:
             common.emit('Plan of %d change(s) written to %s; review it, '

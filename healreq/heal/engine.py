@@ -68,29 +68,43 @@ class Options:
     max_rate: float = None
     # A releases.Release named by the operator, instead of detecting it.
     target_release: object = None
+    # [DEFAULT]/service_down_time: services silent longer are down.
+    service_down_time: int = 60
     settings: decisions.Settings = dataclasses.field(
         default_factory=decisions.Settings)
 
 
 class _FindingsLog(object):
-    """A cell's findings on their way to the audit store, in chunks."""
+    """A cell's findings on their way to the audit store, in chunks.
 
-    def __init__(self, audit, run_id):
+    Findings only describe the run; its changes are recorded apart,
+    before each write. A store that refuses findings therefore stops
+    their recording, not the run: the error goes to ``sink`` (a
+    RunReport), and the run's exit code says it.
+    """
+
+    def __init__(self, audit, run_id, sink):
         self._audit = audit
         self._run_id = run_id
+        self._sink = sink
         self._pending = []
 
     def add(self, findings):
-        if self._audit is None:
+        if self._audit is None or self._sink.audit_error is not None:
             return
         self._pending.extend(findings)
         if len(self._pending) >= FINDINGS_CHUNK:
             self.flush()
 
     def flush(self):
-        if self._pending:
-            self._audit.record_findings(self._run_id, self._pending)
-            self._pending = []
+        pending, self._pending = self._pending, []
+        if not pending or self._sink.audit_error is not None:
+            return
+        try:
+            self._audit.record_findings(self._run_id, pending)
+        except exception.AuditStoreError as exc:
+            LOG.error('Cannot record findings: %s', exc)
+            self._sink.audit_error = exc.line()
 
 
 class Engine(object):
@@ -207,6 +221,8 @@ class Engine(object):
             self.report.notices.extend(sink.notices)
             self.report.planned.extend(sink.planned)
             self.report.more_remain |= sink.more_remain
+            self.report.audit_error = (self.report.audit_error
+                                       or sink.audit_error)
 
     def _report_unscheduled(self, instance_uuid):
         cell = CellReport(uuid=None, name=None)
@@ -243,7 +259,7 @@ class Engine(object):
         except exception.CellDatabaseError as exc:
             self._cell_failed(cell, report, exc)
             return
-        log = _FindingsLog(self.audit, self.run_id)
+        log = _FindingsLog(self.audit, self.run_id, sink)
         try:
             self._walk_cell(cell, engine, report, sink, log)
         except exception.DB_ERRORS as exc:

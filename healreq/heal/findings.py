@@ -239,6 +239,8 @@ class RunReport:
     more_remain: bool = False
     # The releases.Detection whose rules the run applied.
     release: object = None
+    # The line of the audit store error that stopped recording findings.
+    audit_error: str = None
 
     def summary(self):
         totals = dict.fromkeys(SUMMARY_KEYS, 0)

@@ -98,11 +98,20 @@ class Replayer(object):
                 self._cell_report(cell).count(finding)
                 if finding.status is not Status.CONSISTENT:
                     self.report.findings.append(finding)
-            self.audit.record_findings(self.run_id, self.report.findings)
+                elif finding.notes:
+                    self.report.notices.append(finding)
+            self._record_findings()
         finally:
             for engine in self._engines.values():
                 engine.dispose()
         return self.report
+
+    def _record_findings(self):
+        """Record the findings; a store that refuses them is reported."""
+        try:
+            self.audit.record_findings(self.run_id, self.report.findings)
+        except exception.AuditStoreError as exc:
+            self.report.audit_error = exc.line()
 
     def _cell_report(self, cell):
         key = cell['uuid'] if cell else None

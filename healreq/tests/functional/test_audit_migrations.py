@@ -239,6 +239,23 @@ class WalkTest(MigrationTestCase):
         self.assert_rows_kept(STARTED_NS)
         self.assertEqual([3], self.legacy_version())
 
+    def _check_05d1b6b0869b(self):
+        """utf8mb4 tables on MySQL, foreign keys and rows kept."""
+        self.assert_foreign_keys()
+        self.assert_rows_kept(STARTED_NS)
+        if self.engine.dialect.name != 'mysql':
+            return
+        with self.engine.connect() as conn:
+            collations = dict(conn.execute(sa.text(
+                'SELECT table_name, table_collation FROM '
+                'information_schema.tables WHERE table_schema = DATABASE() '
+                "AND table_name IN ('runs', 'changes', 'findings', "
+                "'audit_schema')")).all())
+        self.assertEqual(['runs', 'changes', 'findings', 'audit_schema'],
+                         [t for t in ('runs', 'changes', 'findings',
+                                      'audit_schema')
+                          if collations[t].startswith('utf8mb4_')])
+
 
 class ModelsTest(MigrationTestCase):
 
