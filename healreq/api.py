@@ -30,6 +30,7 @@ subclasses, each with its exit code and the component that failed.
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -137,14 +138,14 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
 
     def work(api_engine, store, run_id):
         engine = heal_engine.Engine(api_engine, conf.database.connection,
-                                    options, clock=clock, audit=store,
-                                    run_id=run_id)
+                                    options, connect=cell_connector(conf),
+                                    clock=clock, audit=store, run_id=run_id)
         engine.progress = progress
         try:
             return engine.run()
-        except exception.Interrupted as exc:
+        except _ENDS_AFTER_WORK as exc:
             # What the cells finished so far: reported, audited, counted.
-            exc.report = engine.report
+            _attach_report(exc, engine.report, engine.report.cells)
             raise
 
     def outputs(report, code, run_id, duration):
@@ -210,10 +211,17 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
                 clock, rederive):
     def work(api_engine, store, run_id, changes):
-        return replay.Replayer(
+        replayer = replay.Replayer(
             api_engine, conf.database.connection, settings(conf), store,
-            run_id, dry_run=dry_run, clock=clock, rederive=rederive,
-            target_release=target_release(conf)).run(changes)
+            run_id, dry_run=dry_run, connect=cell_connector(conf),
+            clock=clock, rederive=rederive,
+            target_release=target_release(conf),
+            service_down_time=conf.service_down_time)
+        try:
+            return replayer.run(changes)
+        except _ENDS_AFTER_WORK as exc:
+            _attach_report(exc, replayer.report, replayer.report.findings)
+            raise
 
     with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
             store):
@@ -323,6 +331,13 @@ def _filters(options):
             'fields': list(options.settings.checked_fields)}
 
 
+def cell_connector(conf):
+    """``connect(url)``: a cell database engine as configured."""
+    return functools.partial(
+        engines.create_engine,
+        lock_wait_timeout=conf.healreq.lock_wait_timeout)
+
+
 @contextlib.contextmanager
 def _api_engine(conf, pool_size=engines.POOL_SIZE):
     """The API database engine of ``[api_database]/connection``."""
@@ -330,8 +345,9 @@ def _api_engine(conf, pool_size=engines.POOL_SIZE):
         raise exception.InvalidInput('[api_database]/connection is not set; '
                                      'pass --config-file /etc/nova/nova.conf')
     try:
-        engine = engines.create_engine(conf.api_database.connection,
-                                       pool_size=pool_size)
+        engine = engines.create_engine(
+            conf.api_database.connection, pool_size=pool_size,
+            lock_wait_timeout=conf.healreq.lock_wait_timeout)
     except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
         raise exception.InvalidInput('invalid [api_database]/connection: '
                                      '%s' % exc)

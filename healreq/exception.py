@@ -63,15 +63,33 @@ def describe_db_error(exc):
 # MySQL errors of a missing privilege: table or column access denied
 # (1142, 1143), database access denied (1044).
 _PRIVILEGE_ERRORS = (1044, 1142, 1143)
+# MySQL's "Lock wait timeout exceeded": a row or table lock held by
+# another session outlasted the wait (oslo.db calls it a deadlock).
+LOCK_WAIT_TIMEOUT = 1205
+
+
+def _driver_error(exc):
+    """The driver's exception under oslo.db's and SQLAlchemy's wrappers."""
+    inner = getattr(exc, 'inner_exception', None) or exc
+    return getattr(inner, 'orig', None) or inner
+
+
+def mysql_error_code(exc):
+    """The MySQL error number of database error ``exc``, or None."""
+    args = getattr(_driver_error(exc), 'args', ())
+    return args[0] if args and isinstance(args[0], int) else None
 
 
 def is_privilege_error(exc):
     """Whether database error ``exc`` says the account may not do it."""
-    original = getattr(exc, 'orig', None) or exc
-    args = getattr(original, 'args', ())
-    if args and args[0] in _PRIVILEGE_ERRORS:
+    if mysql_error_code(exc) in _PRIVILEGE_ERRORS:
         return True
-    return 'readonly database' in str(original)
+    return 'readonly database' in str(_driver_error(exc))
+
+
+def is_lock_wait_timeout(exc):
+    """Whether ``exc`` is a lock another session held for too long."""
+    return mysql_error_code(exc) == LOCK_WAIT_TIMEOUT
 
 
 class HealreqError(Exception):

@@ -37,9 +37,21 @@ healreq_opts = [
                max=10000,
                help='Instances read per batch and cell. Memory use is '
                     'bounded by this number; --batch-size overrides it.'),
+    cfg.IntOpt('lock_wait_timeout',
+               default=5,
+               min=1,
+               max=3600,
+               help='Seconds a statement waits for a lock that another '
+                    'session holds on a MySQL/MariaDB row or table, '
+                    'instead of the server\'s innodb_lock_wait_timeout '
+                    '(50) and lock_wait_timeout (a year). A request spec '
+                    'locked longer is reported as a conflict (exit 3) and '
+                    'left alone; a cell whose tables stay locked is '
+                    'reported as locked (exit 2).'),
     cfg.IntOpt('skip_updated_within',
                default=60,
                min=0,
+               max=31536000,
                help='Skip instances whose instances.updated_at is less '
                     'than this many seconds old, so as not to race an '
                     'operation that has read the spec but not yet saved '

@@ -14,21 +14,44 @@
 """Database engines for the API database and each cell database."""
 
 from oslo_db.sqlalchemy import engines
+import sqlalchemy as sa
 
 
 # Connections per engine: a cell's batch reader and the thread that
 # evaluates and writes each hold at most one at a time.
 POOL_SIZE = 2
 
+# Seconds a statement waits for a lock held by another session
+# ([healreq]/lock_wait_timeout's default).
+LOCK_WAIT_TIMEOUT = 5
 
-def create_engine(url, pool_size=POOL_SIZE):
+
+def create_engine(url, pool_size=POOL_SIZE,
+                  lock_wait_timeout=LOCK_WAIT_TIMEOUT):
     """Create an engine with oslo.db's settings for ``url``.
 
     The connection is not tried here (``max_retries=0``): an unreachable
     cell surfaces as a DBConnectionError on first use, so that the caller
     can report it and carry on with the other cells instead of waiting
-    through oslo.db's retry loop.
+    through oslo.db's retry loop. On MySQL, a statement waits at most
+    ``lock_wait_timeout`` seconds for a row or table lock another session
+    holds (the servers' defaults are 50 s for rows, a year for tables),
+    then fails with error 1205.
     """
-    return engines.create_engine(url, max_retries=0,
-                                 max_pool_size=pool_size, max_overflow=0,
-                                 mysql_sql_mode='TRADITIONAL')
+    engine = engines.create_engine(url, max_retries=0,
+                                   max_pool_size=pool_size, max_overflow=0,
+                                   mysql_sql_mode='TRADITIONAL')
+    if engine.dialect.name == 'mysql' and lock_wait_timeout:
+        _bound_lock_waits(engine, int(lock_wait_timeout))
+    return engine
+
+
+def _bound_lock_waits(engine, seconds):
+    @sa.event.listens_for(engine, 'connect')
+    def _set_lock_wait_timeouts(dbapi_connection, connection_record):
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute('SET SESSION innodb_lock_wait_timeout = %d, '
+                           'lock_wait_timeout = %d' % (seconds, seconds))
+        finally:
+            cursor.close()

@@ -147,6 +147,9 @@ REASONS = {
         'instance-changed':
             'the instance record changed between read and write; left '
             'alone',
+        'spec-locked':
+            'another session held a lock on the request_specs row for '
+            'longer than [healreq]/lock_wait_timeout; left alone',
     },
 }
 

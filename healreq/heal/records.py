@@ -151,6 +151,9 @@ def cell_error(cell, exc):
     else:
         if isinstance(exc, db_exc.DBConnectionError):
             kind = 'cell database unreachable'
+        elif exception.is_lock_wait_timeout(exc):
+            kind = ('cell database locked (another session holds a lock; '
+                    '[healreq]/lock_wait_timeout passed)')
         else:
             kind = 'cell database error'
         original = getattr(exc, 'inner_exception', None) or exc

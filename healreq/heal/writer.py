@@ -31,6 +31,7 @@ refused is undone by a compare-and-swap back to the before text.
 import dataclasses
 
 from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 
 from healreq.audit import store as audit_store
 from healreq.db import api_queries
@@ -40,8 +41,17 @@ from healreq.heal.findings import Status
 
 SPEC_CHANGED_DETAIL = ('request_specs.spec changed after it was read; '
                        'left alone, run again to re-check')
+SPEC_LOCKED_DETAIL = ('another session holds a lock on the request_specs '
+                      'row ([healreq]/lock_wait_timeout passed); left alone, '
+                      'run again to re-check')
 SETTLED_ELSEWHERE_DETAIL = ('the audit intent was settled as %s by another '
                             'invocation before this write was marked; %s')
+
+
+def _is_deadlock(exc):
+    """Whether ``exc`` is a deadlock the database resolved (retry it)."""
+    return (isinstance(exc, db_exc.DBDeadlock)
+            and not exception.is_lock_wait_timeout(exc))
 
 
 @dataclasses.dataclass
@@ -114,7 +124,11 @@ class SpecWriter(object):
         try:
             swapped = self._swap(change)
         except exception.DB_ERRORS as exc:
-            self._swap_failed(change, change_id, finding, exc, give_back)
+            if exception.is_lock_wait_timeout(exc):
+                self._row_locked(change_id, finding, give_back)
+            else:
+                self._swap_failed(change, change_id, finding, exc,
+                                  give_back)
             return True
         detail = self._spec_changed_detail
         if change_id is not None:
@@ -151,6 +165,21 @@ class SpecWriter(object):
                 'cannot write request_specs (the UPDATE privilege on '
                 'request_specs is needed; dry runs need none): %s'
                 % exception.describe_db_error(exc)) from exc
+
+    def _row_locked(self, change_id, finding, give_back):
+        """Settle a swap that waited too long for another session's lock.
+
+        Someone else is writing the row: this is a concurrent change,
+        reported at once, not retried (a retry would wait as long again).
+        """
+        if change_id is not None:
+            self.audit.resolve(change_id, audit_store.REFUSED,
+                               detail=SPEC_LOCKED_DETAIL)
+        if give_back is not None:
+            give_back()
+        finding.status = Status.CONFLICT
+        finding.reason = 'spec-locked'
+        finding.detail = SPEC_LOCKED_DETAIL
 
     def _swap_failed(self, change, change_id, finding, exc, give_back):
         """Settle a compare-and-swap that raised ``exc``.
@@ -211,7 +240,9 @@ class SpecWriter(object):
             recorded, 'the write was undone' if undone else
             'the row changed again after the write')
 
-    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
+    # Real deadlocks are retried; a lock wait timeout is not.
+    @oslo_db_api.wrap_db_retry(max_retries=5,
+                               exception_checker=_is_deadlock)
     def _swap(self, change):
         with self.api_engine.begin() as conn:
             return api_queries.swap_request_spec(
