@@ -46,7 +46,8 @@ def _add_audit_parser(subparsers):
     listing = actions.add_parser('list', help='List the latest runs.')
     listing.add_argument('--limit', default=20, metavar='N',
                          type=common.bounded_int(1, LIST_LIMIT),
-                         help='How many runs (default 20).')
+                         help='How many runs, %s (default 20).'
+                              % common.range_text(1, LIST_LIMIT))
     listing.add_argument('--format', choices=('text', 'json'),
                          default='text', help=_FORMAT_HELP)
     listing.set_defaults(handler=audit_list)

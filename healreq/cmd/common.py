@@ -129,6 +129,15 @@ def canonical_uuid(value, what):
     return lowered
 
 
+def range_text(low, high):
+    """``low`` to ``high`` as help texts write a range (``1 to 10,000``)."""
+    def number(value):
+        if float(value).is_integer():
+            return '{:,}'.format(int(value))
+        return '%g' % value
+    return '%s to %s' % (number(low), number(high))
+
+
 def bounded_int(low, high):
     """An argparse ``type`` for a whole number between low and high."""
     def parse(text):
