@@ -297,7 +297,7 @@ class ReleasesDirective(_Generated):
                  'RequestSpec', 'ImageMetaProps', 'page-size units',
                  'version predicates', 'checks memory encryption',
                  'legacy NUMA cells'), _rules_rows(),
-                widths=(16, 8, 14, 9, 10, 9, 11, 9, 14)))
+                widths=(14, 8, 13, 12, 14, 9, 11, 10, 11)))
         if which != 'supported':
             raise self.error('unknown table %r; one of rules, supported'
                              % which)
