@@ -20,6 +20,7 @@ and cell errors in the run's report.
 """
 
 import contextlib
+import dataclasses
 import enum
 
 from oslo_db import exception as db_exc
@@ -32,16 +33,120 @@ DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
 
 
 class ExitCode(enum.IntEnum):
-    """Exit codes of ``nova-heal`` (a public contract)."""
+    """Exit codes of ``nova-heal`` (a public contract; see MEANINGS)."""
     HEALED = 0
     MAX_COUNT_REACHED = 1
     NEEDS_ATTENTION = 2
     CONFLICT = 3
     NOTHING_TO_HEAL = 4
     INVALID_INPUT = 127
+    HANGUP = 129  # SIGHUP (128 + 1)
     INTERRUPTED = 130  # SIGINT, as shells report it (128 + 2)
     TERMINATED = 143  # SIGTERM (128 + 15)
     UNEXPECTED_ERROR = 255
+
+
+@dataclasses.dataclass(frozen=True)
+class Meaning:
+    """What an exit code says, and what an operator does about it.
+
+    Plain text: ``--help`` prints it as it is, the documentation marks up
+    the options and reason codes it names.
+    """
+    text: str
+    action: str = ''
+
+
+# What each exit code of ``request-specs`` means. This is the only place
+# it is written: the ``--help`` epilogs, the nova-heal(1) manual page and
+# the operator guide are generated from it.
+MEANINGS = {
+    ExitCode.HEALED: Meaning(
+        'drift found and healed (with --dry-run: found, would be healed)',
+        'After a dry run: review, then heal. After a heal: verify with a '
+        'dry run (exit 4).'),
+    ExitCode.MAX_COUNT_REACHED: Meaning(
+        '--max-count reached and more instances remain to be processed',
+        'Run again with the same options.'),
+    ExitCode.NEEDS_ATTENTION: Meaning(
+        'some instances or cells could not be evaluated and need manual '
+        'attention (a missing or unparsable row, a rule Nova would reject, '
+        'an unreachable cell), or the API database or the audit store '
+        'failed',
+        'Read the ERROR lines, the cell errors or the line on stderr; fix '
+        'the records or the connection. Unless the API database or the '
+        'audit store failed, the other instances were processed normally.'),
+    ExitCode.CONFLICT: Meaning(
+        'a write was refused because the row changed concurrently',
+        'Run again: Nova was working on the instance.'),
+    ExitCode.NOTHING_TO_HEAL: Meaning(
+        'nothing to heal: every checked instance is consistent',
+        'Nothing: this is the healthy result.'),
+    ExitCode.INVALID_INPUT: Meaning(
+        'invalid input, with a one-line message on stderr: a bad UUID, an '
+        'unknown instance or cell, conflicting options, a missing or '
+        'unreadable configuration, an audit store that cannot be opened or '
+        'was written by a newer release, a Nova release that cannot be '
+        'established or is not supported (when writing)',
+        'Read the one-line message; fix the command line or the '
+        'configuration. For a release that cannot be detected, name it '
+        'with --target-release.'),
+    ExitCode.HANGUP: Meaning(
+        'interrupted by SIGHUP (as for 130)',
+        'As for 130.'),
+    ExitCode.INTERRUPTED: Meaning(
+        'interrupted by SIGINT (Ctrl-C): stopped after the current batch, '
+        'reported what it did, wrote its metrics and closed its audit run '
+        'with this code',
+        'Run again to finish. A second signal stops at once; the next run '
+        'then settles the change that was being written.'),
+    ExitCode.TERMINATED: Meaning(
+        'terminated by SIGTERM (as for 130)',
+        'As for 130.'),
+    ExitCode.UNEXPECTED_ERROR: Meaning(
+        'unexpected error (a bug, never the answer to bad input)',
+        'The traceback is logged to stderr (passwords masked); report '
+        'it.'),
+}
+
+# Where an exit code of ``revert`` and ``apply`` means something else;
+# the others mean what MEANINGS says, and they never exit 1.
+_REPLAY_DIFFERENCES = {
+    ExitCode.HEALED: Meaning(
+        'every change written (with --dry-run: would be written)'),
+    ExitCode.NEEDS_ATTENTION: Meaning(
+        'some changes could not be evaluated (instance or cell missing) '
+        'or, for apply, were refused: the plan\'s new value is not what a '
+        'heal writes for the instance now (change-not-derived), or names '
+        'another spec row (plan-spec-id-mismatch)'),
+    ExitCode.CONFLICT: Meaning(
+        'some changes were refused: the row changed since, or an operation '
+        'is in flight on the instance'),
+    ExitCode.NOTHING_TO_HEAL: Meaning(
+        'nothing to do (for apply: the plan holds no change)'),
+    ExitCode.INVALID_INPUT: Meaning(
+        'invalid input (an unknown run, an unreadable or edited plan, a '
+        'spec_id that is not a JSON integer)'),
+    ExitCode.INTERRUPTED: Meaning(
+        'interrupted by SIGINT: stopped at once; the audit run is closed '
+        'with this code'),
+}
+REPLAY_MEANINGS = {
+    code: _REPLAY_DIFFERENCES.get(code, meaning)
+    for code, meaning in MEANINGS.items()
+    if code is not ExitCode.MAX_COUNT_REACHED}
+
+# When several outcomes of a run apply, the most severe decides the exit
+# code, in this order (a signal ends the run whatever else applies).
+SEVERITY = (ExitCode.UNEXPECTED_ERROR, ExitCode.INVALID_INPUT,
+            ExitCode.NEEDS_ATTENTION, ExitCode.CONFLICT,
+            ExitCode.MAX_COUNT_REACHED, ExitCode.HEALED,
+            ExitCode.NOTHING_TO_HEAL)
+
+
+def severity_order(codes):
+    """Those of ``codes`` that SEVERITY orders, most severe first."""
+    return [code for code in SEVERITY if code in codes]
 
 
 # The components an error can name.

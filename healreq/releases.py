@@ -72,6 +72,15 @@ class Release:
     numa_checks_memory_encryption: bool
     # Every rule by which one of its point releases loads legacy cells.
     legacy_cell_rules: tuple
+    # Where healreq installs into it (the documentation's table of
+    # supported releases and tools/check_constraints.py read these; keep
+    # them literals): the name of its upper-constraints file,
+    # tools/constraints/upper-constraints-<constraints>.txt, and the oldest
+    # and newest Python its pins install on among those healreq supports.
+    constraints: str
+    pythons: tuple
+    # Its newest point release when the table was last reviewed.
+    nova_point: str
 
     @property
     def label(self):
@@ -113,23 +122,42 @@ _EITHER = (VICTORIA, CURRENT)
 # not their .0 releases, and never 26 or 27.
 RELEASES = (
     Release('2022.2', 'zed', 26, 64, (1, 14), (1, 34), _OLD_API_HEAD,
-            _UP_TO_T, DISTUTILS, False, (VICTORIA,)),
+            _UP_TO_T, DISTUTILS, False, (VICTORIA,),
+            constraints='zed', pythons=('3.10', '3.10'), nova_point='26.3.0'),
     Release('2023.1', 'antelope', 27, 66, (1, 14), (1, 34), _OLD_API_HEAD,
-            _UP_TO_T, DISTUTILS, False, (VICTORIA,)),
+            _UP_TO_T, DISTUTILS, False, (VICTORIA,),
+            constraints='2023.1', pythons=('3.10', '3.10'),
+            nova_point='27.5.1'),
     Release('2023.2', 'bobcat', 28, 66, (1, 14), (1, 34), _API_HEAD,
-            _UP_TO_Q, DISTUTILS, False, _EITHER),
+            _UP_TO_Q, DISTUTILS, False, _EITHER,
+            constraints='2023.2', pythons=('3.10', '3.11'),
+            nova_point='28.3.1'),
     Release('2024.1', 'caracal', 29, 67, (1, 15), (1, 37), _API_HEAD,
-            _UP_TO_Q, DISTUTILS, False, _EITHER),
+            _UP_TO_Q, DISTUTILS, False, _EITHER,
+            constraints='2024.1', pythons=('3.10', '3.11'),
+            nova_point='29.4.0'),
     Release('2024.2', 'dalmatian', 30, 67, (1, 15), (1, 38), _API_HEAD,
-            _UP_TO_Q, DISTUTILS, False, _EITHER),
+            _UP_TO_Q, DISTUTILS, False, _EITHER,
+            constraints='2024.2', pythons=('3.10', '3.12'),
+            nova_point='30.3.0'),
     Release('2025.1', 'epoxy', 31, 68, (1, 15), (1, 39), _API_HEAD,
-            _UP_TO_Q, PACKAGING, False, (CURRENT,)),
+            _UP_TO_Q, PACKAGING, False, (CURRENT,),
+            constraints='2025.1', pythons=('3.10', '3.12'),
+            nova_point='31.3.1'),
     Release('2025.2', 'flamingo', 32, 70, (1, 15), (1, 42), _API_HEAD,
-            _UP_TO_Q, PACKAGING, False, (CURRENT,)),
+            _UP_TO_Q, PACKAGING, False, (CURRENT,),
+            constraints='2025.2', pythons=('3.10', '3.12'),
+            nova_point='32.2.1'),
     Release('2026.1', 'gazpacho', 33, 72, (1, 15), (1, 42), _API_HEAD,
-            _UP_TO_Q, PACKAGING, False, (CURRENT,)),
+            _UP_TO_Q, PACKAGING, False, (CURRENT,),
+            constraints='2026.1', pythons=('3.10', '3.13'),
+            nova_point='33.0.2'),
+    # The current development series: its constraints are master's, whose
+    # oslo.log 8.3.0 requires Python 3.11.
     Release('2026.2', 'hibiscus', 34, 74, (1, 15), (1, 44), _API_HEAD,
-            _UP_TO_Q, PACKAGING, True, (CURRENT,)),
+            _UP_TO_Q, PACKAGING, True, (CURRENT,),
+            constraints='master', pythons=('3.11', '3.13'),
+            nova_point='34.0.0'),
 )
 
 OLDEST = RELEASES[0]

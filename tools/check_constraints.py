@@ -28,6 +28,7 @@ newer (for ``--python``); ``--release`` limits the check to some releases.
 """
 
 import argparse
+import ast
 import concurrent.futures
 import json
 import os
@@ -41,20 +42,35 @@ import find_python
 CONSTRAINTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                'constraints')
 
-# Release, and the oldest and newest Python its upper-constraints cover
-# among those healreq supports (python_requires >= 3.10). master's pins
-# need 3.11: its oslo.log 8.3.0 requires Python >= 3.11.
-RELEASES = (
-    ('zed', ('3.10',)),
-    ('2023.1', ('3.10',)),
-    ('2023.2', ('3.10', '3.11')),
-    ('2024.1', ('3.10', '3.11')),
-    ('2024.2', ('3.10', '3.12')),
-    ('2025.1', ('3.10', '3.12')),
-    ('2025.2', ('3.10', '3.12')),
-    ('2026.1', ('3.10', '3.13')),
-    ('master', ('3.11', '3.13')),
-)
+RELEASES_MODULE = os.path.join(os.path.dirname(CONSTRAINTS_DIR), '..',
+                               'healreq', 'releases.py')
+
+
+def read_releases(path=RELEASES_MODULE):
+    """``[(constraints name, (oldest Python, newest Python))]``, oldest first.
+
+    Read from the ``Release`` records of healreq/releases.py, which state
+    each release's constraints file and Pythons once. The module is parsed,
+    not imported: this script runs where healreq's dependencies are not
+    installed.
+    """
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == 'Release'):
+            values = {keyword.arg: ast.literal_eval(keyword.value)
+                      for keyword in node.keywords
+                      if keyword.arg in ('constraints', 'pythons')}
+            found.append((node.lineno, values['constraints'],
+                          tuple(values['pythons'])))
+    return [(name, pythons) for _, name, pythons in sorted(found)]
+
+
+# Release (its constraints file's name), and the oldest and newest Python
+# its upper-constraints cover among those healreq supports.
+RELEASES = read_releases()
 
 # Shown in the report so that a reader sees which floors were exercised.
 KEY_PACKAGES = ('sqlalchemy', 'oslo-db', 'oslo-config', 'oslo-log',
@@ -155,7 +171,8 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     package = os.path.abspath(args.package)
-    wanted = [(name, pythons if args.all_pythons else pythons[-1:])
+    wanted = [(name, sorted(set(pythons)) if args.all_pythons
+               else pythons[-1:])
               for name, pythons in RELEASES
               if not args.release or name in args.release]
     needed = sorted({v for _, pythons in wanted for v in pythons})

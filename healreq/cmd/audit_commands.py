@@ -24,26 +24,6 @@ from healreq import exception
 
 LIST_LIMIT = 100000  # most runs "audit list" shows at once
 
-_REPLAY_EXIT_CODES = """\
-exit codes:
-  0    every change written (with --dry-run: would be written)
-  2    some changes could not be evaluated (instance or cell missing) or,
-       for apply, were refused: the plan's new value is not what a heal
-       writes for the instance now (change-not-derived), or names another
-       spec row (plan-spec-id-mismatch)
-  3    some changes were refused: the row changed since, or an operation
-       is in flight on the instance
-  4    nothing to do
-  127  invalid input (unknown run, unreadable or edited plan, a spec_id
-       that is not an integer)
-  130  interrupted by SIGINT (143: SIGTERM); the audit run is closed
-       with this code
-  255  unexpected error
-When several apply, the most severe wins: 255, 127, 2, 3, 4. Without
---dry-run, an apply or revert that writes nothing never exits 0. With
---format json, an error that ends the command prints {"error":
-{"exit_code": N, "message": "..."}}."""
-
 _FORMAT_HELP = 'Output format on stdout (default: text).'
 
 
@@ -67,7 +47,8 @@ def _add_audit_parser(subparsers):
     listing = actions.add_parser('list', help='List the latest runs.')
     listing.add_argument('--limit', default=20, metavar='N',
                          type=common.bounded_int(1, LIST_LIMIT),
-                         help='How many runs (default 20).')
+                         help='How many runs, %s (default 20).'
+                              % common.range_text(1, LIST_LIMIT))
     listing.add_argument('--format', choices=('text', 'json'),
                          default='text', help=_FORMAT_HELP)
     listing.set_defaults(handler=audit_list)
@@ -87,7 +68,7 @@ def _add_revert_parser(subparsers):
                     'applied, only where the row still holds the value the '
                     'run wrote and no operation is in flight. Audited as a '
                     'run of its own.',
-        epilog=_REPLAY_EXIT_CODES,
+        epilog=common.REPLAY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     revert.add_argument('run_id', metavar='RUN_ID',
                         help='The run whose applied changes to put back '
@@ -112,7 +93,7 @@ def _add_apply_parser(subparsers):
                     'would write exactly the plan\'s new value now (the '
                     'decision is taken again on the instance\'s current '
                     'records). Audited as a run of its own.',
-        epilog=_REPLAY_EXIT_CODES,
+        epilog=common.REPLAY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE',
                        help='A plan written by "request-specs --dry-run '

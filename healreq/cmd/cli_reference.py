@@ -78,7 +78,8 @@ def _term(parser, action):
     return formatter._format_action_invocation(action)
 
 
-def _escape(text):
+def escape(text):
+    """``text`` with reStructuredText's inline markup characters escaped."""
     return text.replace('\\', '\\\\').replace('*', '\\*').replace(
         '`', '\\`').replace('|', '\\|').replace('_ ', '\\_ ')
 
@@ -92,7 +93,7 @@ def _options(parser):
     for action in documented_actions(parser):
         lines.append('.. option:: %s' % _term(parser, action))
         lines.append('')
-        lines.append('   %s' % (_escape(help_text(parser, action))
+        lines.append('   %s' % (escape(help_text(parser, action))
                                 or 'Undocumented.'))
         lines.append('')
     return lines
@@ -107,7 +108,7 @@ def parser_lines(parser, title=None, level='~'):
     lines = _section(title, level) if title else []
     lines += _literal(usage(parser))
     if parser.description:
-        lines += [_escape(' '.join(parser.description.split())), '']
+        lines += [escape(' '.join(parser.description.split())), '']
     lines += _options(parser)
     if parser.epilog:
         lines += _literal(parser.epilog)

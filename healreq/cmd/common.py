@@ -29,30 +29,45 @@ ExitCode = exception.ExitCode
 exit_code_for = api.exit_code_for
 
 
-EXIT_CODES_HELP = """\
-exit codes:
-  0    drift found and healed (with --dry-run: found, would be healed)
-  1    --max-count reached and more instances remain to be processed
-  2    some instances or cells could not be evaluated and need manual
-       attention (unparsable or missing rows, an unreachable cell)
-  3    a write was refused because the row changed concurrently
-  4    nothing to heal: every checked instance is consistent
-  127  invalid input (bad UUID, unknown cell or instance, conflicting
-       options, a Nova release that is not supported, when writing)
-  130  interrupted by SIGINT: stopped after the current batch, what was
-       done is reported and the audit run is closed with this code
-  143  terminated by SIGTERM (as for 130)
-  255  unexpected error
-When several apply, the most severe wins: 255, 127, 2, 3, 1, 0, 4.
-With --format json, stdout carries one JSON document on every exit
-code: for 127, 255 and errors that end the run, {"error": {"exit_code":
-N, "message": "..."}}."""
+# Width of the exit-code tables in --help (kept as laid out, see below).
+_TABLE_WIDTH = 72
+
+
+def exit_codes_help(meanings, *notes):
+    """An ``exit codes:`` epilog: ``meanings`` as a table, then ``notes``.
+
+    ``meanings`` maps each ExitCode to its ``exception.Meaning``; the
+    table is followed by the order of severity of those codes.
+    """
+    lines = ['exit codes:']
+    for code, meaning in meanings.items():
+        lines += textwrap.wrap(meaning.text, _TABLE_WIDTH,
+                               initial_indent='  %-5d' % code,
+                               subsequent_indent=' ' * 7,
+                               break_on_hyphens=False)
+    order = exception.severity_order(meanings)
+    lines.append('When several apply, the most severe wins: %s.'
+                 % ', '.join(str(int(code)) for code in order))
+    return '\n'.join(lines + list(notes))
+
+
+_JSON_ON_EVERY_EXIT = (
+    'With --format json, stdout carries one JSON document on every exit '
+    'code: for 127, 255 and errors that end the run, {"error": '
+    '{"exit_code": N, "message": "..."}}.')
+
+EXIT_CODES_HELP = exit_codes_help(exception.MEANINGS, _JSON_ON_EVERY_EXIT)
+REPLAY_EXIT_CODES_HELP = exit_codes_help(
+    exception.REPLAY_MEANINGS,
+    'Without --dry-run, an apply or revert that writes nothing never exits '
+    '0.', _JSON_ON_EVERY_EXIT)
 
 
 class HelpFormatter(argparse.HelpFormatter):
     """Wraps descriptions and epilogs to the terminal's width.
 
-    Indented lines (the exit-code tables) are kept as written.
+    Indented lines (the exit-code tables) are kept as laid out; options
+    are never split at their hyphens.
     """
 
     def _fill_text(self, text, width, indent):
@@ -62,7 +77,8 @@ class HelpFormatter(argparse.HelpFormatter):
             if paragraph:
                 lines.extend(textwrap.wrap(
                     ' '.join(paragraph), width, initial_indent=indent,
-                    subsequent_indent=indent) or [''])
+                    subsequent_indent=indent,
+                    break_on_hyphens=False) or [''])
                 del paragraph[:]
         for line in text.splitlines():
             if line[:1].isspace() or not line.strip():
@@ -111,6 +127,15 @@ def canonical_uuid(value, what):
                          'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)'
                          % (what, value))
     return lowered
+
+
+def range_text(low, high):
+    """``low`` to ``high`` as help texts write a range (``1 to 10,000``)."""
+    def number(value):
+        if float(value).is_integer():
+            return '{:,}'.format(int(value))
+        return '%g' % value
+    return '%s to %s' % (number(low), number(high))
 
 
 def bounded_int(low, high):

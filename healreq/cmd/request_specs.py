@@ -62,15 +62,19 @@ def _add_selection_options(parser):
                         help='Only this instance (its cell is found through '
                              'instance_mappings).')
     target.add_argument('--cell', metavar='UUID',
-                        help='Only this cell.')
+                        help='Only this cell. cell0 is refused: it only '
+                             'holds instances that were never scheduled.')
     parser.add_argument('--max-count', metavar='N',
                         type=common.bounded_int(1, MAX_COUNT_LIMIT),
                         help='Stop after N instances were healed (or would '
-                             'be, with --dry-run); exit 1 if more remain.')
+                             'be, with --dry-run); exit 1 if more remain. '
+                             'N is %s.' % common.range_text(
+                                 1, MAX_COUNT_LIMIT))
     parser.add_argument('--batch-size', metavar='N',
                         type=common.bounded_int(1, BATCH_SIZE_LIMIT),
-                        help='Instances read per query (default: '
-                             '[healreq]/batch_size).')
+                        help='Instances read per query, %s (default: '
+                             '[healreq]/batch_size).' % common.range_text(
+                                 1, BATCH_SIZE_LIMIT))
     parser.add_argument('--force', action='store_true',
                         help='With --instance only: heal even if a stale '
                              'migration record, a recent update or a '
@@ -79,7 +83,8 @@ def _add_selection_options(parser):
     parser.add_argument('--fields', metavar='LIST',
                         default=','.join(field_checks.FIELD_NAMES),
                         help='Comma-separated RequestSpec fields to check '
-                             'and heal (default: all): %s.'
+                             'and heal (default: all): %s. The JSON report '
+                             'names drifted fields exactly so.'
                              % ', '.join(field_checks.FIELD_NAMES))
     parser.add_argument('--target-release', metavar='RELEASE',
                         help='Apply the rules and object versions of this '
@@ -96,17 +101,22 @@ def _add_pacing_options(parser):
     """How fast and how parallel a run goes."""
     parser.add_argument('--workers', metavar='N', default=1,
                         type=common.bounded_int(1, WORKERS_LIMIT),
-                        help='Process up to N cells in parallel, each with '
-                             'its own connections (default 1); results are '
-                             'reported in cell order.')
+                        help='Process up to N cells in parallel (N is %s, '
+                             'default 1), each with its own connection '
+                             'pool; results are reported in cell order, '
+                             'exactly as a serial run reports them, and '
+                             '--max-count counts across all of them.'
+                             % common.range_text(1, WORKERS_LIMIT))
     parser.add_argument('--sleep', metavar='SECONDS',
                         type=common.bounded_float(0.0, SLEEP_LIMIT),
                         default=0.0,
-                        help='Pause this long after each batch, to spare a '
-                             'busy database.')
+                        help='Pause this long after each batch (%s '
+                             'seconds), to spare a busy database.'
+                             % common.range_text(0, SLEEP_LIMIT))
     parser.add_argument('--max-rate', metavar='N',
                         type=common.bounded_float(MIN_RATE, MAX_RATE),
-                        help='Check at most N instances per second.')
+                        help='Check at most N instances per second (N is '
+                             '%s).' % common.range_text(MIN_RATE, MAX_RATE))
 
 
 def _add_output_options(parser):
@@ -121,9 +131,11 @@ def _add_output_options(parser):
                              'atomically) for node_exporter\'s textfile '
                              'collector.')
     parser.add_argument('--quiet', action='store_true',
-                        help='No progress display and no text report (for '
-                             'cron); errors still go to stderr and the '
-                             'exit code tells the outcome.')
+                        help='No progress line (otherwise shown on stderr '
+                             'when it is a terminal: per cell, instances '
+                             'done and total, rate and ETA) and no text '
+                             'report (for cron); errors still go to stderr '
+                             'and the exit code tells the outcome.')
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
     parser.add_argument('--verbose', action='store_true',

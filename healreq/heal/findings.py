@@ -20,6 +20,8 @@ codes freely; never rename or reuse one.
 import dataclasses
 import enum
 
+from healreq.db import cell_queries
+
 
 class Status(str, enum.Enum):
     CONSISTENT = 'consistent'
@@ -35,20 +37,23 @@ REASONS = {
     Status.DRIFTED: {
         'failed-resize-leftover':
             'the spec holds the flavor of a resize that failed '
-            '(instance_extra.flavor["new"] or the new flavor of a failed '
-            'resize migration) while the instance runs its current flavor',
+            '(instance_extra.flavor["new"], or the new flavor of a resize '
+            'migration in status error or failed) while the instance runs '
+            'its current flavor',
         'old-flavor-leftover':
             'the spec holds the flavor the instance was resized away from '
             '(instance_extra.flavor["old"])',
         'legacy-spec':
             'the spec was saved by an old Nova and lacks fields that Nova '
-            'now expects (is_bfv, user_id, project_id)',
+            'now expects (is_bfv, user_id, project_id); Nova itself would '
+            'add them at the next move',
         'spec-drift':
             'the spec disagrees with the instance record; the records do '
-            'not show why',
+            'not show why (for example a rebuild before Nova blocked '
+            'NUMA-changing rebuilds)',
         'recorded-change':
             'apply or revert: a value recorded in a plan or in the audit '
-            'is written back',
+            'is (with --dry-run: would be) written back',
     },
     Status.SKIPPED: {
         'cell0': 'the instance is in cell0 (never scheduled)',
@@ -60,9 +65,12 @@ REASONS = {
         'building': 'vm_state is building',
         'task-in-progress': 'task_state is set: an operation is in flight',
         'resize-awaiting-confirm':
-            'vm_state is resized: a resize waits for confirm or revert',
+            'vm_state is resized: the spec legitimately holds the new '
+            'flavor until the resize is confirmed or reverted',
         'migration-in-progress':
-            'a migration of the instance is not in a terminal status',
+            'a migration of the instance is not in a terminal status (%s; '
+            'finished counts as in progress)'
+            % ', '.join(cell_queries.TERMINAL_MIGRATION_STATUSES),
         'recently-updated':
             'the instance was updated within [healreq]/skip_updated_within '
             'seconds',
@@ -79,22 +87,27 @@ REASONS = {
         'instance-flavor-unparsable':
             'instance_extra.flavor is not a usable flavor document',
         'instance-flavor-inconsistent':
-            'instances.instance_type_id disagrees with '
+            'instances.instance_type_id (or the vcpus, memory or disk '
+            'columns that mirror the flavor) disagrees with '
             'instance_extra.flavor["cur"]; the instance record itself '
-            'needs attention',
+            'needs attention, so the spec is not touched',
         'instance-image-invalid':
             'the image system metadata holds a value Nova rejects '
-            '(ImageMeta.from_instance would raise)',
+            '(ImageMeta.from_instance would raise); the detail gives '
+            'Nova\'s reason',
         'instance-image-inconsistent':
             'instances.image_ref disagrees with image_base_image_ref in '
             'system metadata (a failed rebuild?)',
         'numa-constraints-invalid':
             'Nova refuses the NUMA request of the instance\'s flavor and '
-            'image (numa_get_constraints would raise)',
+            'image (numa_get_constraints would raise); the detail names '
+            'Nova\'s exception',
         'instance-pci-unparsable':
             'instance_extra.pci_requests is not a usable list of requests',
         'spec-owner-mismatch':
-            'the spec names another project or user than the instance',
+            'the spec names another project or user than the instance; '
+            'Nova never changes the owner, so this is corruption for a '
+            'human to look at',
         'spec-instance-mismatch':
             'the spec document names another instance than its row; '
             'nothing is written',
@@ -123,20 +136,28 @@ REASONS = {
         'instance-not-mapped': 'no instance_mappings row for the instance',
         'cell-unreachable':
             'apply or revert: the instance\'s cell database cannot be '
-            'read',
+            'read to check that no operation is in flight',
         'instance-mapped-elsewhere':
-            'the instance mapping points to another cell',
+            'the instance mapping points to another cell (with '
+            '--instance, the instance is then looked for in the other '
+            'cells)',
         'internal-error':
-            'evaluating or writing the instance failed unexpectedly (the '
-            'detail names the exception); nothing is written for it',
+            'evaluating or writing the instance failed unexpectedly, for '
+            'example a spec nested too deeply to be written back (the '
+            'detail names the exception); nothing is written for it and '
+            'the run goes on',
         'write-failed':
             'the API database refused the compare-and-swap of this '
             'instance while it kept serving others (for example a '
-            'statement over max_allowed_packet); nothing is written',
+            'statement over max_allowed_packet); nothing is written and '
+            'the audited intent is settled as refused. An API database '
+            'that can no longer be reached still ends the run',
         'change-not-derived':
             'apply: the plan\'s new value is not what a heal would write '
-            'for the instance now (the instance changed since the plan '
-            'was written, or the plan was altered); nothing is written',
+            'for the instance now (not JSON, not a RequestSpec of that '
+            'instance, or not the derived value: the instance changed '
+            'since the plan was written, or the plan was altered); nothing '
+            'is written. Write a new plan',
         'plan-spec-id-mismatch':
             'apply: the plan names another request_specs row than the '
             'instance\'s; nothing is written',
@@ -145,8 +166,8 @@ REASONS = {
         'spec-changed':
             'request_specs.spec changed between read and write; left alone',
         'instance-changed':
-            'the instance record changed between read and write; left '
-            'alone',
+            'the instance record changed between read and write (for '
+            'example an operation started); left alone',
         'spec-locked':
             'another session held a lock on the request_specs row for '
             'longer than [healreq]/lock_wait_timeout; left alone',

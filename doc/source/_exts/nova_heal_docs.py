@@ -19,18 +19,37 @@
     Every reason code and note the engine can emit, with its meaning.
 ``nova-heal-metrics``
     Every metric ``--metrics-file`` writes, with its labels and help.
+``nova-heal-exit-codes``
+    The exit codes of ``request-specs`` (or, with the argument
+    ``revert-apply``, of ``revert`` and ``apply``) and their meanings, from
+    healreq.exception; the ``:actions:`` flag adds what to do about each.
+``nova-heal-releases``
+    ``supported``: the supported Nova releases, with their Nova and Python
+    versions and constraints files, from healreq.releases; the directive's
+    content, a definition list keyed by series, says how CI tests each
+    beyond resolving it. ``rules``: what differs between them.
+``nova-heal-deliberate-differences``
+    The directive's content, a definition list keyed by the name of each
+    deliberate difference from Nova, grouped under the releases it applies
+    to (healreq.tests.compat.deliberate, which the differential tests
+    use); every name must be described, and only those.
 """
 
 import os
+import re
 import tempfile
 
+from docutils.parsers.rst import directives as sphinx_directives
 from docutils import statemachine
 from sphinx.util import docutils as sphinx_docutils
 from sphinx.util import nodes as sphinx_nodes
 
 from healreq.cmd import cli_reference
+from healreq import exception
 from healreq.heal import findings
 from healreq import metrics
+from healreq import releases
+from healreq.tests.compat import deliberate
 
 _CLI_PARTS = {
     'synopsis': cli_reference.synopsis_lines,
@@ -69,11 +88,15 @@ class CliDirective(_Generated):
         return self.render(_CLI_PARTS[part](cli_reference.build_parser()))
 
 
-def _table(header, rows):
-    lines = ['.. list-table::', '   :header-rows: 1', '   :widths: 30 70', '',
-             '   * - %s' % header[0], '     - %s' % header[1]]
-    for first, second in rows:
-        lines += ['   * - %s' % first, '     - %s' % second]
+def _table(header, rows, widths=None):
+    """A list-table of ``header`` and ``rows`` (tuples of cell text)."""
+    widths = widths or ((30, 70) if len(header) == 2 else
+                        (100 // len(header),) * len(header))
+    lines = ['.. list-table::', '   :header-rows: 1',
+             '   :widths: %s' % ' '.join(str(w) for w in widths), '']
+    for row in [header] + list(rows):
+        lines.append('   * - %s' % row[0])
+        lines += ['     - %s' % cell for cell in row[1:]]
     return lines + ['']
 
 
@@ -143,8 +166,194 @@ class MetricsDirective(_Generated):
             for metric in describe_metrics(sample_metrics()))))
 
 
+_REASON_CODES = sorted(
+    [code for reasons in findings.REASONS.values() for code in reasons]
+    + list(findings.NOTES), key=len, reverse=True)
+_MARKED_UP = re.compile(
+    r'(?<![\w-])(--[a-z][a-z-]*|\w+_\w+|%s)(?![\w-])'
+    % '|'.join(re.escape(code) for code in _REASON_CODES))
+
+
+def markup(text):
+    """reStructuredText of plain ``text``, options and codes as literals.
+
+    Options, reason codes and identifiers (``spec_id``) become literals;
+    everything else stays as it is.
+    """
+    return _MARKED_UP.sub(r'``\1``', cli_reference.escape(text))
+
+
+_EXIT_CODE_TABLES = {
+    'request-specs': exception.MEANINGS,
+    'revert-apply': exception.REPLAY_MEANINGS,
+}
+
+
+class ExitCodesDirective(_Generated):
+    optional_arguments = 1
+    option_spec = {'actions': sphinx_directives.flag}
+
+    def run(self):
+        which = self.arguments[0] if self.arguments else 'request-specs'
+        if which not in _EXIT_CODE_TABLES:
+            raise self.error('unknown table %r; one of %s' % (
+                which, ', '.join(sorted(_EXIT_CODE_TABLES))))
+        meanings = _EXIT_CODE_TABLES[which]
+        if 'actions' in self.options:
+            lines = _table(('code', 'meaning', 'what to do'), (
+                ('%d' % code, markup(m.text), markup(m.action))
+                for code, m in meanings.items()), widths=(8, 46, 46))
+        else:
+            lines = _table(('code', 'meaning'), (
+                ('%d' % code, markup(m.text))
+                for code, m in meanings.items()), widths=(10, 90))
+        order = exception.severity_order(meanings)
+        lines += ['When several apply, the most severe wins: %s.'
+                  % ', '.join('%d' % code for code in order), '']
+        return self.render(lines)
+
+
+def definitions(directive):
+    """``{term: [lines]}`` of a directive's definition-list content.
+
+    A term is an unindented line (surrounding double back-quotes are
+    dropped); its definition the indented lines below it, dedented.
+    """
+    found, term = {}, None
+    for line in directive.content:
+        if line.strip() and not line[:1].isspace():
+            term = line.strip().strip('`')
+            if term in found:
+                raise directive.error('%s is described twice' % term)
+            found[term] = []
+        elif term is None:
+            if line.strip():
+                raise directive.error('a definition without a term: %r'
+                                      % line)
+        else:
+            found[term].append(line)
+    return {term: _dedent(lines) for term, lines in found.items()}
+
+
+def _dedent(lines):
+    indents = [len(line) - len(line.lstrip()) for line in lines
+               if line.strip()]
+    cut = min(indents) if indents else 0
+    return [line[cut:] for line in lines]
+
+
+def _pythons(release):
+    oldest, newest = release.pythons
+    return oldest if oldest == newest else '%s - %s' % (oldest, newest)
+
+
+def _release_name(release):
+    name = '%s %s' % (release.series, release.codename.capitalize())
+    return name + (' (master)' if release.constraints == 'master' else '')
+
+
+def _supported_rows(tested):
+    for release in releases.RELEASES:
+        how = ['resolution on %s' % release.pythons[-1]]
+        how += [' '.join(line.strip() for line in tested.get(
+            release.series, []) if line.strip())]
+        yield (_release_name(release),
+               '%d (%s)' % (release.nova, release.nova_point),
+               _pythons(release),
+               '``upper-constraints-%s.txt``' % release.constraints,
+               '; '.join(part for part in how if part))
+
+
+_PAGE_UNITS = {'KMGT': 'K to T', 'KMGTPEZYRQ': 'K to Q'}
+_LEGACY_CELLS = {
+    (releases.VICTORIA,): 'Victoria\'s rule',
+    (releases.VICTORIA, releases.CURRENT):
+        'either, by point release',
+    (releases.CURRENT,): 'bug 2097360 fix',
+}
+
+
+def _rules_rows():
+    for release in releases.RELEASES:
+        yield (_release_name(release), '%d' % release.service_version,
+               '``%s``' % release.api_schema_head,
+               release.newest_text('RequestSpec'),
+               release.newest_text('ImageMetaProps'),
+               _PAGE_UNITS[release.page_size_prefixes],
+               release.version_predicates,
+               'yes' if release.numa_checks_memory_encryption else 'no',
+               _LEGACY_CELLS[release.legacy_cell_rules])
+
+
+class ReleasesDirective(_Generated):
+    required_arguments = 1
+    has_content = True
+
+    def run(self):
+        which = self.arguments[0]
+        if which == 'rules':
+            return self.render(_table(
+                ('release', 'service version', 'API schema head',
+                 'RequestSpec', 'ImageMetaProps', 'page-size units',
+                 'version predicates', 'checks memory encryption',
+                 'legacy NUMA cells'), _rules_rows(),
+                widths=(14, 8, 13, 12, 14, 9, 11, 10, 11)))
+        if which != 'supported':
+            raise self.error('unknown table %r; one of rules, supported'
+                             % which)
+        tested = definitions(self)
+        unknown = set(tested) - {r.series for r in releases.RELEASES}
+        if unknown:
+            raise self.error('not a supported release: %s'
+                             % ', '.join(sorted(unknown)))
+        return self.render(_table(
+            ('release', 'Nova', 'Python', 'constraints file',
+             'tested in CI, every run'), _supported_rows(tested),
+            widths=(14, 12, 10, 24, 40)))
+
+
+def _release_list(series):
+    if series == deliberate.EVERY_RELEASE:
+        return 'Every supported release (%s to %s)' % (series[0],
+                                                       series[-1])
+    names = list(series)
+    listed = ', '.join(names[:-1]) + ' and ' + names[-1] if len(
+        names) > 1 else names[0]
+    return '%s, in addition' % listed
+
+
+class DeliberateDifferencesDirective(_Generated):
+    has_content = True
+
+    def run(self):
+        described = definitions(self)
+        names = list(deliberate.APPLIES)
+        missing = [name for name in names if name not in described]
+        unknown = [name for name in described if name not in names]
+        if missing or unknown:
+            raise self.error(
+                'describe exactly the deliberate differences of '
+                'healreq.tests.compat.deliberate; missing: %s; unknown: %s'
+                % (missing or 'none', unknown or 'none'))
+        lines = []
+        groups = {}
+        for name in names:
+            groups.setdefault(deliberate.APPLIES[name], []).append(name)
+        for series, group in groups.items():
+            lines += _rubric(_release_list(series))
+            for name in group:
+                lines += ['``%s``' % name] + [
+                    '    ' + line if line.strip() else ''
+                    for line in described[name]] + ['']
+        return self.render(lines)
+
+
 def setup(app):
     app.add_directive('nova-heal-cli', CliDirective)
     app.add_directive('nova-heal-reason-codes', ReasonCodesDirective)
     app.add_directive('nova-heal-metrics', MetricsDirective)
+    app.add_directive('nova-heal-exit-codes', ExitCodesDirective)
+    app.add_directive('nova-heal-releases', ReleasesDirective)
+    app.add_directive('nova-heal-deliberate-differences',
+                      DeliberateDifferencesDirective)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

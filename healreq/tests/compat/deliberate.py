@@ -13,8 +13,9 @@
 
 """Where healreq deliberately differs from Nova, by name.
 
-README.rst lists each name under the releases it applies to ("Deliberate
-differences from Nova, per release"). The differential tests leave out
+doc/source/admin/differences.rst describes each name, and its docs build
+lists it under the releases APPLIES names ("Deliberate differences from
+Nova, per release"). The differential tests leave out
 exactly the cases these predicates match, count them by name in their
 report, and test_deliberate_differences checks that each named case still
 differs from the installed Nova as stated here.

@@ -317,7 +317,7 @@ class IsBfvTest(_FieldsTestCase):
         return uuid
 
     def test_legacy_spec_healed_alone(self):
-        """--instance, as the README suggests trying first."""
+        """--instance, as the operator guide suggests trying first."""
         self.add()
         uuid = self.add_legacy(self.cell1)
         after = self.assert_heals(self.cell1, uuid, 'legacy-spec',

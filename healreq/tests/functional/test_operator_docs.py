@@ -14,9 +14,9 @@
 """What operators read agrees with what the command really does.
 
 These run ``python -m healreq`` on the demo deployment (SQLite files, as
-``nova-heal demo`` builds them): the README's sample output, the order of
-``--verbose`` progress and report on one stream, and the metrics that the
-Grafana dashboard queries.
+``nova-heal demo`` builds them): the operator guide's sample output, the
+order of ``--verbose`` progress and report on one stream, and the metrics
+that the Grafana dashboard queries.
 """
 
 import json
@@ -34,7 +34,8 @@ _ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                    r'[0-9a-f]{12}')
 _CONFIG_FILE = re.compile(r'--config-file \S*nova\.conf')
-_README_INTRO = 'Its output looks like this::\n\n'
+_GUIDE = os.path.join('doc', 'source', 'admin', 'index.rst')
+_SAMPLE_INTRO = 'Its output looks like this::\n\n'
 
 
 def nova_heal(*arguments, **kwargs):
@@ -66,11 +67,11 @@ def first_run_of_demo(stdout):
     return lines[start:end + 1]
 
 
-def readme_sample():
-    """The literal block the README shows as the demo's output."""
-    with open(os.path.join(_ROOT, 'README.rst')) as handle:
+def documented_sample():
+    """The literal block the operator guide shows as the demo's output."""
+    with open(os.path.join(_ROOT, _GUIDE)) as handle:
         text = handle.read()
-    block = text[text.index(_README_INTRO) + len(_README_INTRO):]
+    block = text[text.index(_SAMPLE_INTRO) + len(_SAMPLE_INTRO):]
     lines = []
     for line in block.splitlines():
         if line and not line.startswith('    '):
@@ -79,17 +80,15 @@ def readme_sample():
     return [line for line in lines if line] if lines else []
 
 
-class ReadmeSampleTest(testtools.TestCase):
-    def test_readme_shows_the_demo_output(self):
+class DocumentedSampleTest(testtools.TestCase):
+    def test_operator_guide_shows_the_demo_output(self):
         process = nova_heal('demo', stderr=subprocess.DEVNULL)
         self.assertEqual(0, process.returncode, process.stdout)
-        actual = normalise(first_run_of_demo(process.stdout))
-        expected = normalise(readme_sample())
+        run = first_run_of_demo(process.stdout)
         self.assertEqual(
-            expected, actual,
-            'README.rst must show the demo\'s dry run; today it is:\n\n%s'
-            % '\n'.join('    ' + line
-                        for line in first_run_of_demo(process.stdout)))
+            normalise(documented_sample()), normalise(run),
+            '%s must show the demo\'s dry run; today it is:\n\n%s'
+            % (_GUIDE, '\n'.join('    ' + line for line in run)))
 
 
 class OutputOrderTest(testtools.TestCase):

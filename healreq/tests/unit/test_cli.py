@@ -24,7 +24,7 @@ from healreq.tests import cli
 
 INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
 CELL = '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c'
-EXIT_CODES = (0, 1, 2, 3, 4, 127, 255)
+EXIT_CODES = (0, 1, 2, 3, 4, 127, 129, 130, 143, 255)
 
 
 class CliTestCase(testtools.TestCase):

@@ -11,33 +11,393 @@
 #    under the License.
 
 
-"""The README documents every public code the tool can emit."""
+"""The documentation states each public fact once.
 
+Exit codes and their meanings (healreq.exception), the supported releases
+(healreq.releases), reason codes (healreq.heal.findings) and the options
+(the parser and healreq.conf) are written in the code; the documentation
+renders them with its Sphinx directives. These tests fail when the
+README or a documentation source writes one of them out by hand again,
+and when the pages that must render them stop doing so.
+"""
+
+import glob
 import os
+import re
 
 import testtools
 
-from healreq.cmd import common
-from healreq.heal import findings
+from healreq.cmd import cli_reference
+from healreq.conf import opts as conf_opts
+from healreq import exception
+from healreq import releases
+from healreq.tests.unit import test_releases
 
-_README = os.path.join(os.path.dirname(__file__), '..', '..', '..',
-                       'README.rst')
+_TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..',
+                                     '..'))
+_DOC = os.path.join(_TOP, 'doc', 'source')
 
 
-class ReadmeTest(testtools.TestCase):
-    def setUp(self):
-        super().setUp()
-        with open(_README) as handle:
-            self.readme = handle.read()
+def read(path):
+    with open(os.path.join(_TOP, path)) as handle:
+        return handle.read()
 
-    def test_every_reason_code_is_documented(self):
-        codes = [code for reasons in findings.REASONS.values()
-                 for code in reasons] + list(findings.NOTES)
-        missing = [code for code in codes
-                   if '``%s``' % code not in self.readme]
-        self.assertEqual([], missing)
 
-    def test_every_exit_code_is_documented(self):
-        for code in common.ExitCode:
-            self.assertIn('\n%-5d  ' % code.value, self.readme)
-            self.assertIn('  %d' % code.value, common.EXIT_CODES_HELP)
+def doc_sources():
+    """The README, every documentation source, and the files they include.
+
+    Paths relative to the top of the tree, in a stable order.
+    """
+    paths = ['README.rst'] + sorted(
+        os.path.relpath(path, _TOP) for path in glob.glob(
+            os.path.join(_DOC, '**', '*.rst'), recursive=True))
+    for path in list(paths):
+        for included in re.findall(r'^\.\. include:: (\S+)$', read(path),
+                                   re.M):
+            paths.append(os.path.relpath(os.path.normpath(os.path.join(
+                os.path.dirname(os.path.join(_TOP, path)), included)), _TOP))
+    return paths
+
+
+# --------------------------------------------------------------------------
+# The scanner: what a hand-written copy of a generated fact looks like
+# --------------------------------------------------------------------------
+
+# Directives whose output is generated; their content (the how-tested
+# notes, the deliberate differences) is checked by the directive itself.
+_GENERATING = re.compile(r'^(\s*)\.\. (nova-heal-[\w-]+|show-options)::')
+_EXIT_CODES = {int(code) for code in exception.ExitCode}
+_SEVERITY = ', '.join(str(int(code)) for code in exception.SEVERITY[:4])
+_SIMPLE_BORDER = re.compile(r'^\s*=+(\s+=+)+\s*$')
+_OPTION_TERM = re.compile(
+    r'^\s*``--[a-z][\w-]*[^`]*``(,\s*``--?[\w-]+[^`]*``)*\s*$')
+_CONFIG_TERM = re.compile(r'^\s*``(\w+)``(\s+\(default.*\))?\s*$')
+
+
+def without_generated(text):
+    """``[(line number, line)]`` of ``text`` outside generating directives."""
+    kept, inside = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        if inside is not None:
+            if not line.strip() or (len(line) - len(line.lstrip())
+                                    > inside):
+                continue
+            inside = None
+        match = _GENERATING.match(line)
+        if match:
+            inside = len(match.group(1))
+            continue
+        kept.append((number, line))
+    return kept
+
+
+def _paragraphs(lines):
+    """Blank-line separated runs of ``(number, line)``."""
+    paragraph = []
+    for number, line in lines + [(0, '')]:
+        if line.strip():
+            paragraph.append((number, line))
+        elif paragraph:
+            yield paragraph
+            paragraph = []
+
+
+def _release_patterns():
+    patterns = {}
+    for release in releases.RELEASES:
+        names = [re.escape(release.series), release.codename,
+                 r'upper-constraints-%s\.txt' % re.escape(
+                     release.constraints)]
+        patterns[release.series] = re.compile(
+            r'(?<![\w.-])(%s)(?![\w-]|\.\d)' % '|'.join(names), re.I)
+    return patterns
+
+
+_RELEASES = _release_patterns()
+
+
+def releases_named(text):
+    """The series of the supported releases ``text`` names."""
+    return {series for series, pattern in _RELEASES.items()
+            if pattern.search(text)}
+
+
+def _table_rows(lines):
+    """``(number, first cell)`` of every row of every table in ``lines``."""
+    margin = None  # the left margin of the simple table being read
+    for index, (number, line) in enumerate(lines):
+        stripped = line.strip()
+        if _SIMPLE_BORDER.match(line):
+            following = lines[index + 1][1] if index + 1 < len(lines) else ''
+            if margin is None:
+                margin = len(line) - len(line.lstrip())
+            elif not following.strip():
+                margin = None  # the bottom border
+            continue
+        if stripped.startswith('* - '):
+            yield number, stripped[4:].strip()
+        elif stripped.startswith('|') and stripped.endswith('|'):
+            yield number, stripped.strip('|').split('|')[0].strip()
+        elif (margin is not None and stripped
+              and len(line) - len(line.lstrip()) == margin):
+            yield number, re.split(r'\s{2,}', stripped)[0]
+
+
+def _definition_terms(lines):
+    """``(number, term)`` of lines followed by a more indented line."""
+    for (number, line), (_, following) in zip(lines, lines[1:]):
+        if not line.strip() or not following.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if len(following) - len(following.lstrip()) > indent:
+            yield number, line.strip()
+
+
+def _meaning_phrases():
+    """The first words of every exit-code meaning and action."""
+    phrases = set()
+    for table in (exception.MEANINGS, exception.REPLAY_MEANINGS):
+        for meaning in table.values():
+            for text in (meaning.text, meaning.action):
+                words = text.split()
+                if len(words) >= 5 and len(' '.join(words[:5])) >= 20:
+                    phrases.add(' '.join(words[:5]).lower())
+    return phrases
+
+
+def _config_option_names():
+    return {opt.name for _, group in conf_opts.list_opts() for opt in group}
+
+
+def _plain(text):
+    """Prose as read: no literal markup, one space between words."""
+    return ' '.join(text.replace('``', '').split()).lower()
+
+
+def _in_tables(lines):
+    for number, cell in _table_rows(lines):
+        value = cell.strip('`')
+        if value.isdigit() and int(value) in _EXIT_CODES:
+            yield number, 'exit-code table row %s' % value
+        elif releases_named(cell):
+            yield number, 'release table row %r' % cell
+        elif value.startswith('-'):
+            yield number, 'option table row %r' % cell
+
+
+def _in_definition_lists(lines):
+    config_names = _config_option_names()
+    for number, term in _definition_terms(lines):
+        value = term.strip('`:')
+        config = _CONFIG_TERM.match(term)
+        if value.isdigit() and int(value) in _EXIT_CODES:
+            yield number, 'exit code %s described by hand' % value
+        elif _OPTION_TERM.match(term):
+            yield number, 'option %s described by hand' % term
+        elif config and config.group(1) in config_names:
+            yield number, ('configuration option %s described by hand'
+                           % term)
+
+
+def _in_lines(lines):
+    for number, line in lines:
+        if re.match(r'^\s*\.\. option::', line):
+            yield number, 'hand-written option directive'
+        if len(re.findall(r'\[--[a-z]', line)) >= 2:
+            yield number, 'hand-written usage synopsis'
+        row = re.match(r'^\s*(\d{1,3})\s{2,}[a-z-]', line)
+        if row and int(row.group(1)) in _EXIT_CODES:
+            yield number, 'exit-code table line %r' % line.strip()
+
+
+def _in_paragraphs(lines):
+    phrases = sorted(_meaning_phrases())
+    for paragraph in _paragraphs(lines):
+        first = paragraph[0][0]
+        joined = ' '.join(line for _, line in paragraph)
+        prose = _plain(joined)
+        if _SEVERITY in prose:
+            yield first, 'the order of severity written by hand'
+        for phrase in phrases:
+            if phrase in prose:
+                yield first, ('an exit-code meaning written by hand: %r'
+                              % phrase)
+        listed = {int(code) for code in re.findall(r'``(\d{1,3})``', joined)
+                  if int(code) in _EXIT_CODES}
+        if len(listed) >= 3:
+            yield first, 'exit codes %s listed by hand' % sorted(listed)
+        named = releases_named(joined)
+        if len(named) >= 4:
+            yield first, ('releases %s listed by hand'
+                          % ', '.join(sorted(named)))
+
+
+def hand_written(text):
+    """``[(line, problem)]``: generated facts written by hand in ``text``.
+
+    Looks outside the generating directives for tables, definition lists
+    and lines keyed by exit codes, releases or options, usage synopses,
+    option directives, exit-code meanings, the order of severity, and
+    paragraphs that list several exit codes or releases.
+    """
+    lines = without_generated(text)
+    found = set()
+    for scan in (_in_tables, _in_definition_lists, _in_lines,
+                 _in_paragraphs):
+        found.update(scan(lines))
+    return sorted(found)
+
+
+class WrittenOnceTest(testtools.TestCase):
+    """No exit code, release or option is written out twice by hand."""
+
+    def test_no_source_writes_a_generated_fact_by_hand(self):
+        found = ['%s:%d: %s' % (path, number, problem)
+                 for path in doc_sources()
+                 for number, problem in hand_written(read(path))]
+        self.assertEqual([], found)
+
+    def test_the_scanned_sources(self):
+        sources = doc_sources()
+        for page in ('README.rst', 'doc/source/admin/index.rst',
+                     'doc/source/install/index.rst',
+                     'doc/source/cli/nova-heal.rst',
+                     'benchmarks/README.rst'):
+            self.assertIn(page, sources)
+
+    def test_readme_states_the_range_of_releases_once(self):
+        readme = read('README.rst')
+        found = re.findall(r'Nova (\w+) \((\d{4}\.\d)\) to (\d{4}\.\d)',
+                           readme)
+        self.assertEqual([(releases.OLDEST.codename.capitalize(),
+                           releases.OLDEST.series, releases.LATEST.series)],
+                         found)
+        # Besides the range, the README names only the release whose
+        # constraints the Quick start installs under.
+        [quick_start] = [r.series for r in releases.RELEASES
+                         if 'upper-constraints-%s.txt' % r.constraints
+                         in readme]
+        self.assertEqual(
+            {releases.OLDEST.series, releases.LATEST.series, quick_start},
+            releases_named(readme))
+
+    def test_readme_states_the_supported_pythons(self):
+        pythons = test_releases.supported_pythons()
+        self.assertIn('Python %s to %s' % (pythons[0], pythons[-1]),
+                      ' '.join(read('README.rst').split()))
+
+
+class ScannerTest(testtools.TestCase):
+    """The scanner finds the hand-written copies it is meant to find."""
+
+    def assertFound(self, text, kind):
+        found = hand_written(text)
+        self.assertTrue([problem for _, problem in found if kind in problem],
+                        '%r not found in %r: %s' % (kind, text, found))
+
+    def test_exit_code_tables(self):
+        self.assertFound('=====  ====\ncode   meaning\n=====  ====\n'
+                         '0      drift\n4      none\n=====  ====\n',
+                         'exit-code table row 0')
+        self.assertFound('.. list-table::\n\n   * - code\n     - meaning\n'
+                         '   * - 127\n     - invalid input\n',
+                         'exit-code table row 127')
+        self.assertFound('``3``\n    a write was refused\n',
+                         'exit code 3 described by hand')
+        self.assertFound('::\n\n  2    some instances need attention\n',
+                         'exit-code table line')
+        self.assertFound('``0`` healed; ``1`` more remain; ``2`` attention.',
+                         'listed by hand')
+        self.assertFound('Most severe first: 255, 127, 2, 3, 1, 0, 4.',
+                         'order of severity')
+        self.assertFound('Exit 4 means nothing to heal: every checked '
+                         'instance is consistent.', 'exit-code meaning')
+
+    def test_release_tables(self):
+        self.assertFound('=====  ====\nrelease  Nova\n=====  ====\n'
+                         'zed (2022.2)  26.3.0\n=====  ====\n',
+                         'release table row')
+        self.assertFound('.. list-table::\n\n   * - 2024.1 Caracal\n'
+                         '     - 29\n', 'release table row')
+        self.assertFound('Supported: Zed, 2023.1, bobcat and 2024.1.',
+                         'listed by hand')
+        self.assertFound('Files: upper-constraints-zed.txt, '
+                         'upper-constraints-2025.1.txt, '
+                         'upper-constraints-2026.1.txt and '
+                         'upper-constraints-master.txt.', 'listed by hand')
+
+    def test_option_lists(self):
+        self.assertFound('``--dry-run``\n    Write nothing.\n',
+                         'option ``--dry-run`` described by hand')
+        self.assertFound('``--sleep SECONDS``, ``--max-rate N``\n'
+                         '    Pause.\n', 'described by hand')
+        self.assertFound('.. option:: --dry-run\n\n   Write nothing.\n',
+                         'hand-written option directive')
+        self.assertFound('::\n\n    nova-heal revert RUN_ID [--instance '
+                         'UUID] [--dry-run]\n', 'usage synopsis')
+        self.assertFound('``batch_size`` (default 200)\n    Instances.\n',
+                         'configuration option')
+        self.assertFound('.. list-table::\n\n   * - ``--workers N``\n'
+                         '     - cells in parallel\n', 'option table row')
+
+    def test_generated_and_ordinary_text_passes(self):
+        self.assertEqual([], hand_written(
+            '.. nova-heal-releases:: supported\n\n   2022.2\n'
+            '      unit tests on 3.10\n   2024.1\n      nova 29.4.0\n\n'
+            '.. nova-heal-exit-codes:: request-specs\n\n'
+            'A dry run that finds drift exits 0, one that finds none 4;\n'
+            'see the exit codes. Zed (2022.2) to 2026.2 are supported.\n\n'
+            '1. **Dry run.** Run it with ``--dry-run``.\n'
+            '2. **Heal.**\n\n'
+            '::\n\n    17 3 * * *  nova nova-heal request-specs --quiet\n'
+            '    nova-heal revert RUN_ID [--instance UUID]\n'
+            '    Exit code 0 (drift found).\n'))
+
+
+class GeneratedPagesTest(testtools.TestCase):
+    """The pages that show the generated facts still render them."""
+
+    def test_directives_in_place(self):
+        wanted = {
+            'doc/source/admin/index.rst': (
+                '.. nova-heal-reason-codes::',
+                '.. nova-heal-exit-codes:: request-specs\n   :actions:',
+                '.. nova-heal-exit-codes:: revert-apply'),
+            'doc/source/cli/nova-heal.rst': (
+                '.. nova-heal-cli:: synopsis', '.. nova-heal-cli:: commands',
+                '.. nova-heal-exit-codes:: request-specs',
+                '.. nova-heal-exit-codes:: revert-apply'),
+            'doc/source/install/index.rst': (
+                '.. nova-heal-releases:: supported',),
+            'doc/source/reference/releases.rst': (
+                '.. nova-heal-releases:: rules',),
+            'doc/source/admin/differences.rst': (
+                '.. nova-heal-deliberate-differences::',),
+            'doc/source/admin/metrics.rst': ('.. nova-heal-metrics::',),
+            'doc/source/configuration/index.rst': ('.. show-options::',),
+        }
+        for path, directives in wanted.items():
+            text = read(path)
+            for directive in directives:
+                self.assertIn(directive, text, path)
+
+    def test_every_page_is_one_link_from_the_readme(self):
+        readme = read('README.rst')
+        linked = set(re.findall(r'<([^<>\s]+)>`__?', readme))
+        for target in linked:
+            self.assertTrue(os.path.exists(os.path.join(_TOP, target)),
+                            target)
+        pages = {os.path.relpath(path, _TOP) for path in glob.glob(
+            os.path.join(_DOC, '**', '*.rst'), recursive=True)}
+        unlinked = pages - linked - {'doc/source/index.rst',
+                                     'doc/source/releasenotes.rst'}
+        self.assertEqual(set(), unlinked)
+        self.assertIn('releasenotes/notes/', linked)
+
+    def test_generated_help_epilogs(self):
+        parser = cli_reference.build_parser()
+        epilogs = {' '.join(path): command.epilog
+                   for path, command in cli_reference.walk(parser)
+                   if command.epilog}
+        self.assertIn('exit codes:', epilogs.pop('request-specs'))
+        self.assertEqual({'revert', 'apply'}, set(epilogs))

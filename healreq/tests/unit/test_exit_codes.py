@@ -17,6 +17,7 @@ import itertools
 import testtools
 
 from healreq.cmd import common
+from healreq import exception
 from healreq.heal import findings
 
 Status = findings.Status
@@ -55,7 +56,7 @@ class ExitCodeForTest(testtools.TestCase):
         self.assertEqual(
             {'HEALED': 0, 'MAX_COUNT_REACHED': 1, 'NEEDS_ATTENTION': 2,
              'CONFLICT': 3, 'NOTHING_TO_HEAL': 4, 'INVALID_INPUT': 127,
-             'INTERRUPTED': 130, 'TERMINATED': 143,
+             'HANGUP': 129, 'INTERRUPTED': 130, 'TERMINATED': 143,
              'UNEXPECTED_ERROR': 255},
             {code.name: code.value for code in ExitCode})
 
@@ -123,9 +124,7 @@ class ExitCodeForTest(testtools.TestCase):
             (ExitCode.NOTHING_TO_HEAL, dict(statuses=[Status.SKIPPED,
                                                       Status.CONSISTENT])),
         ]
-        severity = [ExitCode.NEEDS_ATTENTION, ExitCode.CONFLICT,
-                    ExitCode.MAX_COUNT_REACHED, ExitCode.HEALED,
-                    ExitCode.NOTHING_TO_HEAL]
+        severity = list(exception.SEVERITY)
         for size in range(1, len(outcomes) + 1):
             for combination in itertools.combinations(outcomes, size):
                 statuses = []
@@ -150,6 +149,50 @@ class ExitCodeForTest(testtools.TestCase):
         for code in ExitCode:
             self.assertIn('\n  %-5d' % code.value, common.EXIT_CODES_HELP)
         self.assertIn('255, 127, 2, 3, 1, 0, 4', common.EXIT_CODES_HELP)
+
+
+class MeaningsTest(testtools.TestCase):
+    """Each exit code's meaning is written once, in healreq.exception."""
+
+    def test_every_code_has_a_meaning_and_an_action(self):
+        self.assertEqual(list(ExitCode), list(exception.MEANINGS))
+        for code, meaning in exception.MEANINGS.items():
+            self.assertTrue(meaning.text, code)
+            self.assertTrue(meaning.action, code)
+
+    def test_revert_and_apply_never_exit_1(self):
+        self.assertEqual(
+            [code for code in ExitCode
+             if code is not ExitCode.MAX_COUNT_REACHED],
+            list(exception.REPLAY_MEANINGS))
+        self.assertEqual(exception.MEANINGS[ExitCode.UNEXPECTED_ERROR],
+                         exception.REPLAY_MEANINGS[ExitCode.UNEXPECTED_ERROR])
+        self.assertNotEqual(exception.MEANINGS[ExitCode.HEALED],
+                            exception.REPLAY_MEANINGS[ExitCode.HEALED])
+
+    def test_severity_orders_every_outcome_of_a_run(self):
+        signals = {ExitCode.HANGUP, ExitCode.INTERRUPTED,
+                   ExitCode.TERMINATED}
+        self.assertEqual(set(ExitCode) - signals, set(exception.SEVERITY))
+        self.assertEqual(
+            [ExitCode.UNEXPECTED_ERROR, ExitCode.INVALID_INPUT,
+             ExitCode.NEEDS_ATTENTION, ExitCode.CONFLICT, ExitCode.HEALED,
+             ExitCode.NOTHING_TO_HEAL],
+            exception.severity_order(exception.REPLAY_MEANINGS))
+
+    def test_help_is_generated_from_the_meanings(self):
+        for text, meanings in (
+                (common.EXIT_CODES_HELP, exception.MEANINGS),
+                (common.REPLAY_EXIT_CODES_HELP, exception.REPLAY_MEANINGS)):
+            table = text.split('\nWhen several apply')[0]
+            rows = [line for line in table.splitlines()[1:]
+                    if not line.startswith('       ')]
+            self.assertEqual(['%d' % code for code in meanings],
+                             [row.split()[0] for row in rows])
+            for meaning in meanings.values():
+                self.assertIn(meaning.text, ' '.join(table.split()))
+        self.assertIn('most severe wins: 255, 127, 2, 3, 0, 4.',
+                      common.REPLAY_EXIT_CODES_HELP)
 
 
 class CanonicalUuidTest(testtools.TestCase):

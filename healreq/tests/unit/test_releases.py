@@ -12,6 +12,13 @@
 
 """The release table, release detection, and the rules that differ."""
 
+import configparser
+import importlib
+import os
+import re
+import sys
+
+import fixtures
 import testtools
 
 from healreq.objects import image
@@ -25,6 +32,16 @@ ZED = releases.by_name('zed')
 CARACAL = releases.by_name('2024.1')
 EPOXY = releases.by_name('2025.1')
 LATEST = releases.LATEST
+_TOP = os.path.join(os.path.dirname(__file__), '..', '..', '..')
+
+
+def supported_pythons():
+    """The Python versions setup.cfg declares, oldest first."""
+    setup = configparser.ConfigParser()
+    setup.read(os.path.join(_TOP, 'setup.cfg'))
+    found = re.findall(r'Programming Language :: Python :: (3\.\d+)$',
+                       setup['metadata']['classifier'], re.M)
+    return sorted(found, key=lambda v: tuple(map(int, v.split('.'))))
 
 
 class TableTest(testtools.TestCase):
@@ -51,6 +68,28 @@ class TableTest(testtools.TestCase):
         self.assertFalse(CARACAL.can_load('ImageMetaProps', (1, 38)))
         self.assertFalse(CARACAL.can_load('ImageMetaProps', (2, 0)))
         self.assertEqual('2024.1 Caracal (Nova 29)', CARACAL.label)
+
+    def test_installation_data(self):
+        pythons = supported_pythons()
+        directory = os.path.join(_TOP, 'tools', 'constraints')
+        for release in releases.RELEASES:
+            self.assertTrue(os.path.isfile(os.path.join(
+                directory, 'upper-constraints-%s.txt' % release.constraints)))
+            oldest, newest = release.pythons
+            self.assertIn(oldest, pythons)
+            self.assertIn(newest, pythons)
+            self.assertLessEqual(pythons.index(oldest), pythons.index(newest))
+            self.assertEqual(release.nova,
+                             int(release.nova_point.split('.')[0]))
+
+    def test_check_constraints_reads_the_same_table(self):
+        tools = os.path.join(_TOP, 'tools')
+        self.useFixture(fixtures.MonkeyPatch('sys.path',
+                                             [tools] + sys.path))
+        check = importlib.import_module('check_constraints')
+        self.assertEqual(
+            [(r.constraints, r.pythons) for r in releases.RELEASES],
+            check.read_releases())
 
 
 class DetectTest(testtools.TestCase):
