@@ -263,11 +263,12 @@ def labels(workers, short=False):
 
 
 def summarize(runs, counted):
-    """Median wall time, instances per second and peak RSS per contender."""
+    """Per contender: median wall and CPU time, instances/s, peak RSS."""
     summary = {}
     for name, results in runs.items():
         median = statistics.median(r['wall'] for r in results)
         summary[name] = dict(wall=median, rate=counted[name] / median,
+                             cpu=statistics.median(r['cpu'] for r in results),
                              peak=max(r['rss_kib'] for r in results))
     return summary
 
@@ -317,16 +318,22 @@ def _header(args, deployment, names, sample_size, server, loads, network):
 
 
 def _table(runs, summary, counted, label):
-    lines = ['%-24s %10s %9s %12s %13s  %s' % (
-        'contender', 'instances', 'wall s', 'instances/s', 'peak RSS MiB',
-        'wall s per round')]
+    lines = ['%-24s %10s %9s %12s %8s %13s  %s' % (
+        'contender', 'instances', 'wall s', 'instances/s', 'CPU s',
+        'peak RSS MiB', 'wall s per round')]
     for name, results in runs.items():
         figures = summary[name]
-        lines.append('%-24s %10d %9.2f %12.0f %13.1f  %s' % (
+        lines.append('%-24s %10d %9.2f %12.0f %8.2f %13.1f  %s' % (
             label[name], counted[name], figures['wall'], figures['rate'],
-            _mib(figures['peak']),
+            figures['cpu'], _mib(figures['peak']),
             ' '.join('%.2f' % r['wall'] for r in results)))
     return lines
+
+
+def _pairs(runs):
+    """``(tool contender, floor)`` for each ratio reported."""
+    return [(tool, floor) for tool in ('tool', 'workers') if tool in runs
+            for floor in FLOORS]
 
 
 def _ratio_line(runs, summary, label, tool, floor):
@@ -338,18 +345,22 @@ def _ratio_line(runs, summary, label, tool, floor):
 
 
 def _ratios(runs, summary, label):
-    """Each tool contender's wall time over each floor's, then naive's."""
+    """Each tool contender's time over each floor's, then naive's."""
     lines = ['wall time ratios (of the medians; then round by round)']
-    for tool in ('tool', 'workers'):
-        if tool in runs:
-            lines.extend(_ratio_line(runs, summary, label, tool, floor)
-                         for floor in FLOORS)
+    lines.extend(_ratio_line(runs, summary, label, tool, floor)
+                 for tool, floor in _pairs(runs))
     lines.append('%-30s %5.1fx (target >= %.0fx; from instances/s)' % (
         'naive / tool', summary['tool']['rate'] / summary['naive']['rate'],
         TARGET_NAIVE_RATIO))
-    lines.append('peak RSS MiB: %s' % ', '.join(
+    lines += ['', 'CPU time ratios (of the medians; the contender\'s '
+                  'process only, not the server)']
+    lines.extend('%-30s %5.2fx' % (
+        '%s / %s' % (label[tool], label[floor]),
+        summary[tool]['cpu'] / summary[floor]['cpu'])
+        for tool, floor in _pairs(runs))
+    lines += ['', 'peak RSS MiB: %s' % ', '.join(
         '%s %.1f' % (label[name], _mib(summary[name]['peak']))
-        for name in runs))
+        for name in runs)]
     return lines
 
 
@@ -509,9 +520,11 @@ def run_rounds(args, names, command, check):
             check[name](result)
             runs[name].append(result)
             loads.append(os.getloadavg()[0])
-            print('round %d/%d  %-24s %8.2f s  peak RSS %6.1f MiB  load %.2f'
-                  % (number, args.rounds, label[name], result['wall'],
-                     _mib(result['rss_kib']), loads[-1]), flush=True)
+            print('round %d/%d  %-24s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
+                  'MiB  load %.2f' % (number, args.rounds, label[name],
+                                      result['wall'], result['cpu'],
+                                      _mib(result['rss_kib']), loads[-1]),
+                  flush=True)
     return runs, loads
 
 
