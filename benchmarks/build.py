@@ -280,6 +280,15 @@ def expected_flavor_drift(positions):
     return sum(1 for p in positions if plan(p).drift in FLAVOR_DRIFTS)
 
 
+def expected_numa_topologies(positions):
+    """How many of ``positions`` have an instance_extra.numa_topology.
+
+    Those running a pinned flavor (a failed resize to one leaves the
+    current flavor shared, and no topology).
+    """
+    return sum(1 for p in positions if plan(p).flavor in PINNED_FLAVORS)
+
+
 class _FlavorTexts(object):
     """instance_extra.flavor texts, built once per flavor combination."""
 

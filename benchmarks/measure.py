@@ -11,7 +11,7 @@
 #    under the License.
 
 
-"""Run a command; write its wall time, peak RSS and exit status.
+"""Run a command; write its wall time, CPU time, peak RSS and exit status.
 
 Usage: ``python -I -S measure.py RESULT_FILE COMMAND [ARGS...]``.
 
@@ -19,7 +19,9 @@ Linux counts in a child's ``ru_maxrss`` the resident size of the process
 it was forked from, so a command started straight from the benchmark
 (which holds SQLAlchemy, oslo.db and the results) would report at least
 the benchmark's own size. This launcher is a bare interpreter (a few MiB):
-the peak RSS it reports (``wait4``) is the command's own.
+the peak RSS it reports (``wait4``) is the command's own. So is the CPU
+time (user and system, of all its threads), which, unlike the wall time,
+does not grow when other work takes the machine's cores.
 """
 
 import json
@@ -41,6 +43,7 @@ def main(argv):
     wall = time.monotonic() - started
     with open(result_file, 'w') as handle:
         json.dump({'wall': wall, 'rss_kib': usage.ru_maxrss,
+                   'cpu': usage.ru_utime + usage.ru_stime,
                    'code': os.waitstatus_to_exitcode(status)}, handle)
     return 0
 

@@ -11,8 +11,8 @@
 #    under the License.
 
 
-"""Benchmark ``nova-heal request-specs --dry-run`` against a floor and a
-naive per-instance script on a MySQL/MariaDB deployment.
+"""Benchmark ``nova-heal request-specs --dry-run`` against two floors and
+a naive per-instance script on a MySQL/MariaDB deployment.
 
 Usage (from a virtualenv where healreq is installed)::
 
@@ -20,7 +20,7 @@ Usage (from a virtualenv where healreq is installed)::
 
 Builds (or reuses) the deployment, then runs the contenders alternately,
 each in a fresh process, ``--rounds`` times; prints instances per second,
-the ratios and the tool's peak RSS, and writes them to ``--output``. See
+the ratios and the peak RSS of each, and writes them to ``--output``. See
 benchmarks/README.rst.
 """
 
@@ -47,8 +47,12 @@ from healreq.heal import records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-CONTENDERS = ('tool', 'floor', 'naive')
+# In the order each round runs them; 'workers' (the tool with --workers
+# N) runs when N is above 1.
+CONTENDERS = ('tool', 'workers', 'raw', 'floor', 'naive')
+FLOORS = ('raw', 'floor')
 DEFAULT_NAIVE_SAMPLE = 20000
+DEFAULT_WORKERS = 2
 TARGET_FLOOR_RATIO = 1.5
 TARGET_NAIVE_RATIO = 20.0
 
@@ -119,6 +123,26 @@ def check_floor(result, instances):
                 instances, records.VERSION_SAMPLE)):
         raise Failure('floor: exit code %d, read %s (expected %d instances)'
                       % (result['code'], document, instances))
+
+
+def check_raw_floor(result, instances, numa_topologies):
+    """Check the raw floor's counts against the build."""
+    document = _document(result, 'raw floor')
+    # Every live instance with its spec, mapping, extra and root device
+    # mapping; a spec, a flavor, PCI requests (never NULL in the build)
+    # and, on pinned flavors, a NUMA topology each; some 24 system
+    # metadata rows each; no migration in progress.
+    expected = dict(cells=len(build.CELL_NAMES), instances=instances,
+                    specs=instances, mappings=instances, extras=instances,
+                    block_devices=instances, joined=instances,
+                    migrations=0,
+                    documents=3 * instances + numa_topologies)
+    wrong = {key: document.get(key) for key, value in expected.items()
+             if document.get(key) != value}
+    if (result['code'] != 0 or wrong
+            or document.get('system_metadata', 0) < 20 * instances):
+        raise Failure('raw floor: exit code %d, read %s; %s differ from %s'
+                      % (result['code'], document, wrong, expected))
 
 
 def check_naive(result, sample, mismatches):
@@ -228,20 +252,41 @@ def _mib(kib):
     return kib / 1024.0
 
 
-def report(args, deployment, runs, sample_size, server, loads, network):
+def labels(workers, short=False):
+    """Contender name -> how the results call it (briefly in ratios)."""
+    found = dict(tool='tool', workers='tool --workers %d' % workers,
+                 raw='raw floor', floor='floor', naive='naive')
+    if not short:
+        found.update(raw='raw floor (PyMySQL)',
+                     floor='floor (healreq queries)')
+    return found
+
+
+def summarize(runs, counted):
+    """Per contender: median wall and CPU time, instances/s, peak RSS."""
+    summary = {}
+    for name, results in runs.items():
+        median = statistics.median(r['wall'] for r in results)
+        summary[name] = dict(wall=median, rate=counted[name] / median,
+                             cpu=statistics.median(r['cpu'] for r in results),
+                             peak=max(r['rss_kib'] for r in results))
+    return summary
+
+
+def _loads_line(loads):
+    before, during, after = loads
+    return ('load average  %.2f before the rounds, %.2f after; during them '
+            '%.2f to %.2f, median %.2f (1 minute, after each run)'
+            % (before, after, min(during), max(during),
+               statistics.median(during)))
+
+
+def _header(args, deployment, names, sample_size, server, loads, network):
     meta = deployment['meta']
     instances = args.instances
     split = build.cell_split(instances)
-    median = {name: statistics.median(r['wall'] for r in runs[name])
-              for name in CONTENDERS}
-    counted = dict(tool=instances, floor=instances, naive=sample_size)
-    rate = {name: counted[name] / median[name] for name in CONTENDERS}
-    peak = {name: max(r['rss_kib'] for r in runs[name])
-            for name in CONTENDERS}
-    floor_ratio = median['tool'] / median['floor']
-    naive_ratio = rate['tool'] / rate['naive']
     drifted = deployment['drifted']
-    lines = [
+    return [
         'nova-heal request-specs --dry-run benchmark',
         '',
         'date          %s' % datetime.datetime.now(
@@ -252,8 +297,9 @@ def report(args, deployment, runs, sample_size, server, loads, network):
            ', '.join('%s %d' % item for item in sorted(
                json.loads(meta['drift_kinds']).items()))),
         'spec size     %s bytes on average' % meta['spec_bytes_avg'],
-        'rounds        %d, alternating tool, floor, naive; medians below'
-        % args.rounds,
+        'rounds        %d, alternating %s; medians below'
+        % (args.rounds, ', '.join(labels(args.workers)[name]
+                                  for name in names)),
         'batch size    %d' % args.batch_size,
         'naive sample  %d instances%s' % (
             sample_size, '' if sample_size == instances else
@@ -264,31 +310,69 @@ def report(args, deployment, runs, sample_size, server, loads, network):
         % (platform.python_version(), metadata.version('SQLAlchemy'),
            metadata.version('PyMySQL'), os.cpu_count() or 0),
         'healreq       %s' % _healreq_revision(),
-        'load average  %.2f before the rounds, %.2f after (1 minute)'
-        % loads,
+        _loads_line(loads),
         'deployment    %s (built in %s s)' % (
             'reused' if deployment['reused'] else 'built by this run',
             meta['build_seconds']),
-        '',
-        '%-8s %10s %12s %12s %13s  %s' % (
-            'contender', 'instances', 'wall s', 'instances/s',
-            'peak RSS MiB', 'wall s per round'),
     ]
-    for name in CONTENDERS:
-        lines.append('%-9s %10d %12.2f %12.0f %13.1f  %s' % (
-            name, counted[name], median[name], rate[name],
-            _mib(peak[name]),
-            ' '.join('%.2f' % r['wall'] for r in runs[name])))
-    lines += [
-        '',
-        'tool / floor wall time   %.2fx (target <= %.1fx); per round %s'
-        % (floor_ratio, TARGET_FLOOR_RATIO, ' '.join(
-            '%.2f' % (tool['wall'] / floor['wall'])
-            for tool, floor in zip(runs['tool'], runs['floor']))),
-        'naive / tool wall time   %.1fx (target >= %.0fx; from instances/s)'
-        % (naive_ratio, TARGET_NAIVE_RATIO),
-        'tool peak RSS            %.1f MiB' % _mib(peak['tool']),
-    ]
+
+
+def _table(runs, summary, counted, label):
+    lines = ['%-24s %10s %9s %12s %8s %13s  %s' % (
+        'contender', 'instances', 'wall s', 'instances/s', 'CPU s',
+        'peak RSS MiB', 'wall s per round')]
+    for name, results in runs.items():
+        figures = summary[name]
+        lines.append('%-24s %10d %9.2f %12.0f %8.2f %13.1f  %s' % (
+            label[name], counted[name], figures['wall'], figures['rate'],
+            figures['cpu'], _mib(figures['peak']),
+            ' '.join('%.2f' % r['wall'] for r in results)))
+    return lines
+
+
+def _pairs(runs):
+    """``(tool contender, floor)`` for each ratio reported."""
+    return [(tool, floor) for tool in ('tool', 'workers') if tool in runs
+            for floor in FLOORS]
+
+
+def _ratio_line(runs, summary, label, tool, floor):
+    return '%-30s %5.2fx (target <= %.1fx); per round %s' % (
+        '%s / %s' % (label[tool], label[floor]),
+        summary[tool]['wall'] / summary[floor]['wall'], TARGET_FLOOR_RATIO,
+        ' '.join('%.2f' % (mine['wall'] / theirs['wall'])
+                 for mine, theirs in zip(runs[tool], runs[floor])))
+
+
+def _ratios(runs, summary, label):
+    """Each tool contender's time over each floor's, then naive's."""
+    lines = ['wall time ratios (of the medians; then round by round)']
+    lines.extend(_ratio_line(runs, summary, label, tool, floor)
+                 for tool, floor in _pairs(runs))
+    lines.append('%-30s %5.1fx (target >= %.0fx; from instances/s)' % (
+        'naive / tool', summary['tool']['rate'] / summary['naive']['rate'],
+        TARGET_NAIVE_RATIO))
+    lines += ['', 'CPU time ratios (of the medians; the contender\'s '
+                  'process only, not the server)']
+    lines.extend('%-30s %5.2fx' % (
+        '%s / %s' % (label[tool], label[floor]),
+        summary[tool]['cpu'] / summary[floor]['cpu'])
+        for tool, floor in _pairs(runs))
+    lines += ['', 'peak RSS MiB: %s' % ', '.join(
+        '%s %.1f' % (label[name], _mib(summary[name]['peak']))
+        for name in runs)]
+    return lines
+
+
+def report(args, deployment, runs, sample_size, server, loads, network):
+    """The results: the run's settings, each contender, the ratios."""
+    counted = {name: args.instances for name in runs}
+    counted['naive'] = sample_size
+    summary = summarize(runs, counted)
+    lines = _header(args, deployment, list(runs), sample_size, server,
+                    loads, network)
+    lines += [''] + _table(runs, summary, counted, labels(args.workers))
+    lines += [''] + _ratios(runs, summary, labels(args.workers, True))
     return '\n'.join(lines) + '\n'
 
 
@@ -309,19 +393,23 @@ def profile_tool(tool_argv, path):
         stats.sort_stats(order).print_stats(25)
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(
         description='Benchmark nova-heal request-specs --dry-run against '
-                    'a floor and a naive script (see benchmarks/'
+                    'two floors and a naive script (see benchmarks/'
                     'README.rst).')
     parser.add_argument('--instances', type=int, default=20000,
                         help='Instances in the deployment (default 20000).')
     parser.add_argument('--rounds', type=int, default=3,
-                        help='Alternating rounds of the three contenders '
+                        help='Alternating rounds of the contenders '
                              '(default 3); medians are reported.')
     parser.add_argument('--batch-size', type=int,
                         help='Instances per batch, for the tool and the '
                              'floor (default: the tool\'s default).')
+    parser.add_argument('--workers', type=int, default=DEFAULT_WORKERS,
+                        help='Also run the tool with --workers N, as a '
+                             'contender of its own (default %d; 1 leaves '
+                             'it out).' % DEFAULT_WORKERS)
     parser.add_argument('--naive-sample', type=int,
                         default=DEFAULT_NAIVE_SAMPLE,
                         help='Instances the naive script processes (the '
@@ -341,86 +429,155 @@ def main(argv=None):
                         help='Afterwards, run the tool once under cProfile, '
                              'save the stats to FILE and print its top '
                              'functions.')
+    return parser
+
+
+def parse_args(argv):
+    """The options, with the batch size and the output file filled in."""
+    parser = _parser()
     args = parser.parse_args(argv)
-    if args.instances < 2 or args.rounds < 1 or args.rtt_ms < 0:
-        parser.error('--instances must be at least 2, --rounds at least 1, '
-                     '--rtt-ms not negative')
+    if (args.instances < 2 or args.rounds < 1 or args.rtt_ms < 0
+            or args.workers < 1):
+        parser.error('--instances must be at least 2, --rounds and '
+                     '--workers at least 1, --rtt-ms not negative')
     args.batch_size = args.batch_size or _default_batch_size()
-    output = args.output or os.path.join(HERE, 'results-%d%s.txt' % (
+    args.output = args.output or os.path.join(HERE, 'results-%d%s.txt' % (
         args.instances, '-rtt%gms' % args.rtt_ms if args.rtt_ms else ''))
+    return args
 
-    deployment = build.ensure(args.instances, args.rebuild)
-    sample = naive_sample(args.instances, args.naive_sample)
-    mismatches = build.expected_flavor_drift(sample)
-    direct = deployment['urls']
-    server = _versions(direct['api'])
-    relay = None
-    workdir = tempfile.mkdtemp(prefix='healreq-bench-')
-    try:
-        network = 'direct, SELECT 1 round trip %.3f ms' % _round_trip_ms(
-            direct['api'])
-        if args.rtt_ms:
-            relay, address = start_relay(direct['api'], args.rtt_ms)
-            deployment = dict(deployment, urls=routed(direct, address))
-            network = ('through benchmarks/latency.py adding %g ms, SELECT '
-                       '1 round trip %.3f ms (%s)' % (
-                           args.rtt_ms,
-                           _round_trip_ms(deployment['urls']['api']),
-                           network))
-        # Every contender finds the cells through cell_mappings.
-        map_cells(direct['api'], deployment['urls'])
-        config = os.path.join(workdir, 'nova.conf')
-        build.write_config(config, deployment, workdir)
 
-        def tool(number):
+def contenders(args):
+    """The names of the contenders this run times, in round order."""
+    return [name for name in CONTENDERS
+            if name != 'workers' or args.workers > 1]
+
+
+def commands(args, deployment, workdir, sample_size):
+    """Contender name -> function(run number) -> the command to measure."""
+    config = os.path.join(workdir, 'nova.conf')
+    build.write_config(config, deployment, workdir)
+
+    def script(name, *options):
+        return [sys.executable, os.path.join(HERE, name),
+                '--config-file', config] + [str(o) for o in options]
+
+    def tool(workers):
+        def command(number):
             # Each run of the tool gets a fresh state_path (its audit
             # store), so that the rounds are alike.
-            state = os.path.join(workdir, 'state-%d' % number)
+            state = os.path.join(workdir, 'state-%d-%d' % (workers, number))
             os.mkdir(state)
             tool_config = os.path.join(state, 'nova.conf')
             build.write_config(tool_config, deployment, state)
             return [sys.executable, os.path.join(HERE, 'tool.py'),
                     '--config-file', tool_config,
-                    '--batch-size', str(args.batch_size)]
+                    '--batch-size', str(args.batch_size),
+                    '--workers', str(workers)]
+        return command
 
-        commands = {
-            'tool': tool,
-            'floor': lambda number: [
-                sys.executable, os.path.join(HERE, 'floor.py'),
-                '--config-file', config,
-                '--batch-size', str(args.batch_size),
-                '--version-sample', str(records.VERSION_SAMPLE)],
-            'naive': lambda number: [
-                sys.executable, os.path.join(HERE, 'naive.py'),
-                '--config-file', config, '--sample', str(len(sample))],
-        }
-        checks = {
-            'tool': lambda r: check_tool(r, args.instances,
-                                         deployment['drifted']),
-            'floor': lambda r: check_floor(r, args.instances),
-            'naive': lambda r: check_naive(r, len(sample), mismatches),
-        }
-        # Untimed: warm the server's caches so that round 1 is not special.
-        check_floor(measure(commands['floor'](0)), args.instances)
-        load_before = os.getloadavg()[0]
-        runs = {name: [] for name in CONTENDERS}
-        for number in range(1, args.rounds + 1):
-            for name in CONTENDERS:
-                result = measure(commands[name](number))
-                checks[name](result)
-                runs[name].append(result)
-                print('round %d/%d  %-5s %8.2f s  peak RSS %6.1f MiB'
-                      % (number, args.rounds, name, result['wall'],
-                         _mib(result['rss_kib'])), flush=True)
-        text = report(args, deployment, runs, len(sample), server,
-                      (load_before, os.getloadavg()[0]), network)
-        print('\n' + text, end='')
-        with open(output, 'w') as handle:
-            handle.write(text)
-        print('\nWritten to %s' % os.path.relpath(output))
-        if args.profile:
-            profile_tool(tool(args.rounds + 1),
-                         os.path.abspath(args.profile))
+    return {
+        'tool': tool(1),
+        'workers': tool(args.workers),
+        'raw': lambda number: script('raw_floor.py'),
+        'floor': lambda number: script(
+            'floor.py', '--batch-size', args.batch_size,
+            '--version-sample', records.VERSION_SAMPLE),
+        'naive': lambda number: script('naive.py', '--sample', sample_size),
+    }
+
+
+def checks(args, deployment, sample):
+    """Contender name -> function(result) raising Failure if it is wrong."""
+    instances = args.instances
+    numa = build.expected_numa_topologies(range(instances))
+    mismatches = build.expected_flavor_drift(sample)
+
+    def tool(result):
+        check_tool(result, instances, deployment['drifted'])
+
+    return {
+        'tool': tool,
+        'workers': tool,
+        'raw': lambda result: check_raw_floor(result, instances, numa),
+        'floor': lambda result: check_floor(result, instances),
+        'naive': lambda result: check_naive(result, len(sample),
+                                            mismatches),
+    }
+
+
+def run_rounds(args, names, command, check):
+    """Run the contenders alternately, ``args.rounds`` times.
+
+    Returns the results of each contender's runs and the 1-minute load
+    average after each run.
+    """
+    label = labels(args.workers)
+    runs = {name: [] for name in names}
+    loads = []
+    for number in range(1, args.rounds + 1):
+        for name in names:
+            result = measure(command[name](number))
+            check[name](result)
+            runs[name].append(result)
+            loads.append(os.getloadavg()[0])
+            print('round %d/%d  %-24s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
+                  'MiB  load %.2f' % (number, args.rounds, label[name],
+                                      result['wall'], result['cpu'],
+                                      _mib(result['rss_kib']), loads[-1]),
+                  flush=True)
+    return runs, loads
+
+
+def _network(direct, urls, rtt_ms):
+    """How the contenders reach the server, with the round trips seen."""
+    network = 'direct, SELECT 1 round trip %.3f ms' % _round_trip_ms(
+        direct['api'])
+    if not rtt_ms:
+        return network
+    return ('through benchmarks/latency.py adding %g ms, SELECT 1 round '
+            'trip %.3f ms (%s)' % (rtt_ms, _round_trip_ms(urls['api']),
+                                   network))
+
+
+def benchmark(args, deployment, workdir, server, network):
+    """Warm the server, run the rounds, write and print the results."""
+    sample = naive_sample(args.instances, args.naive_sample)
+    names = contenders(args)
+    command = commands(args, deployment, workdir, len(sample))
+    check = checks(args, deployment, sample)
+    # Untimed: warm the server's caches so that round 1 is not special.
+    for name in FLOORS:
+        check[name](measure(command[name](0)))
+    load_before = os.getloadavg()[0]
+    runs, loads = run_rounds(args, names, command, check)
+    text = report(args, deployment, runs, len(sample), server,
+                  (load_before, loads, os.getloadavg()[0]), network)
+    print('\n' + text, end='')
+    with open(args.output, 'w') as handle:
+        handle.write(text)
+    print('\nWritten to %s' % os.path.relpath(args.output))
+    if args.profile:
+        profile_tool(command['tool'](args.rounds + 1),
+                     os.path.abspath(args.profile))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    deployment = build.ensure(args.instances, args.rebuild)
+    direct = deployment['urls']
+    server = _versions(direct['api'])
+    relay = None
+    workdir = tempfile.mkdtemp(prefix='healreq-bench-')
+    try:
+        urls = direct
+        if args.rtt_ms:
+            relay, address = start_relay(direct['api'], args.rtt_ms)
+            urls = routed(direct, address)
+        network = _network(direct, urls, args.rtt_ms)
+        deployment = dict(deployment, urls=urls)
+        # Every contender finds the cells through cell_mappings.
+        map_cells(direct['api'], urls)
+        benchmark(args, deployment, workdir, server, network)
     except Failure as exc:
         print('FAILED: %s' % exc, file=sys.stderr)
         return 1

@@ -14,9 +14,11 @@
 """The tool contender: one ``request-specs --dry-run`` over the deployment.
 
 Runs the whole dry run once, in this process, through ``dry_run``: the
-only place that knows how the tool is invoked (the library API). Writes
-its JSON report (``summary`` and ``dry_run`` at least) on stdout and
-exits with the run's exit code.
+only place that knows how the tool is invoked (the library API). With
+``--workers N``, the run processes up to N cells in parallel, as
+``nova-heal request-specs --workers N`` does. Writes its JSON report
+(``summary`` and ``dry_run`` at least) on stdout and exits with the
+run's exit code.
 """
 
 import argparse
@@ -28,7 +30,7 @@ from healreq.cmd import output
 from healreq.heal import engine as heal_engine
 
 
-def dry_run(config_file, batch_size):
+def dry_run(config_file, batch_size, workers=1):
     """Run request-specs --dry-run once; return (exit code, JSON text).
 
     Through the library API the command line calls, with the same
@@ -37,7 +39,8 @@ def dry_run(config_file, batch_size):
     cli.tune_garbage_collector()
     conf = api.load_config([config_file])
     result = api.run_request_specs(conf, heal_engine.Options(
-        dry_run=True, batch_size=batch_size, settings=api.settings(conf)))
+        dry_run=True, batch_size=batch_size, workers=workers,
+        settings=api.settings(conf)))
     return result.exit_code, ''.join(output.json_chunks(
         result.report, result.exit_code, result.run_id))
 
@@ -46,8 +49,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--config-file', required=True)
     parser.add_argument('--batch-size', type=int, required=True)
+    parser.add_argument('--workers', type=int, default=1,
+                        help='Cells processed in parallel (default 1).')
     args = parser.parse_args(argv)
-    code, text = dry_run(args.config_file, args.batch_size)
+    code, text = dry_run(args.config_file, args.batch_size, args.workers)
     sys.stdout.write(text)
     sys.stdout.flush()
     return code
