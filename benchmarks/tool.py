@@ -27,7 +27,6 @@ import sys
 from healreq import api
 from healreq.cmd import main as cli
 from healreq.cmd import output
-from healreq.heal import engine as heal_engine
 
 
 def dry_run(config_file, batch_size, workers=1):
@@ -38,7 +37,7 @@ def dry_run(config_file, batch_size, workers=1):
     """
     cli.tune_garbage_collector()
     conf = api.load_config([config_file])
-    result = api.run_request_specs(conf, heal_engine.Options(
+    result = api.run_request_specs(conf, api.Options(
         dry_run=True, batch_size=batch_size, workers=workers,
         settings=api.settings(conf)))
     return result.exit_code, ''.join(output.json_chunks(

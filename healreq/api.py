@@ -18,10 +18,9 @@ record the start of the run, do the work, record its end and exit code.
 The command line, the tests and the benchmark all go through here::
 
     from healreq import api
-    from healreq.heal import engine
 
     conf = api.load_config(['/etc/nova/nova.conf'])
-    result = api.run_request_specs(conf, engine.Options(dry_run=True))
+    result = api.run_request_specs(conf, api.Options(dry_run=True))
     print(result.exit_code, result.report.summary(), result.run_id)
 
 Errors that end a run are raised as ``healreq.exception.HealreqError``
@@ -49,14 +48,40 @@ from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
 from healreq.exception import ExitCode
+from healreq.heal import budget
+from healreq.heal import context
 from healreq.heal import decisions
-from healreq.heal import engine as heal_engine
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq.heal import replay
+from healreq.heal import walker
 from healreq.heal import writer
 from healreq import metrics
 from healreq import releases
+
+
+@dataclasses.dataclass
+class Options:
+    """What a run of request-specs does (see ``nova-heal request-specs``).
+
+    ``collect_plan`` (with ``dry_run``) keeps every would-be change in the
+    report's ``planned``; ``settings`` are the per-instance decisions'.
+    """
+    dry_run: bool = False
+    instance_uuid: str = None
+    cell_uuid: str = None
+    max_count: int = None
+    batch_size: int = 200
+    collect_plan: bool = False
+    workers: int = 1
+    sleep: float = 0.0
+    max_rate: float = None
+    # A releases.Release named by the operator, instead of detecting it.
+    target_release: object = None
+    # [DEFAULT]/service_down_time: services silent longer are down.
+    service_down_time: int = 60
+    settings: decisions.Settings = dataclasses.field(
+        default_factory=decisions.Settings)
 
 
 @dataclasses.dataclass
@@ -124,7 +149,7 @@ def target_release(conf, name=None):
 def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                       command='nova-heal request-specs', progress=None,
                       audit=None, clock=clock_module.utcnow):
-    """Run request-specs with ``options`` (heal.engine.Options).
+    """Run request-specs with ``options`` (an Options).
 
     ``plan_file`` (with ``options.dry_run``) receives every change the
     run would make; ``metrics_file`` the run's Prometheus metrics.
@@ -137,16 +162,25 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
         options = dataclasses.replace(options, collect_plan=True)
 
     def work(api_engine, store, run_id):
-        engine = heal_engine.Engine(api_engine, conf.database.connection,
-                                    options, connect=cell_connector(conf),
-                                    clock=clock, audit=store, run_id=run_id)
-        engine.progress = progress
+        run_context = _context(conf, api_engine, clock,
+                               options.target_release,
+                               options.service_down_time)
+        run = walker.Walker(
+            run_context, options,
+            budget.Budget(options.max_count, options.sleep,
+                          options.max_rate),
+            writer.SpecWriter(api_engine, clock, audit=store, run_id=run_id,
+                              dry_run=options.dry_run),
+            audit=store, run_id=run_id)
+        run.progress = progress
         try:
-            return engine.run()
+            return run.run()
         except _ENDS_AFTER_WORK as exc:
             # What the cells finished so far: reported, audited, counted.
-            _attach_report(exc, engine.report, engine.report.cells)
+            _attach_report(exc, run.report, run.report.cells)
             raise
+        finally:
+            run_context.close()
 
     def outputs(report, code, run_id, duration):
         return _write_outputs(report, code, run_id, duration,
@@ -211,17 +245,17 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
                 clock, rederive):
     def work(api_engine, store, run_id, changes):
-        replayer = replay.Replayer(
-            api_engine, conf.database.connection, settings(conf), store,
-            run_id, dry_run=dry_run, connect=cell_connector(conf),
-            clock=clock, rederive=rederive,
-            target_release=target_release(conf),
-            service_down_time=conf.service_down_time)
+        run_context = _context(conf, api_engine, clock, target_release(conf),
+                               conf.service_down_time)
+        replayer = replay.Replayer(run_context, settings(conf), store,
+                                   run_id, dry_run=dry_run, rederive=rederive)
         try:
             return replayer.run(changes)
         except _ENDS_AFTER_WORK as exc:
             _attach_report(exc, replayer.report, replayer.report.findings)
             raise
+        finally:
+            run_context.close()
 
     with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
             store):
@@ -331,11 +365,14 @@ def _filters(options):
             'fields': list(options.settings.checked_fields)}
 
 
-def cell_connector(conf):
-    """``connect(url)``: a cell database engine as configured."""
-    return functools.partial(
+def _context(conf, api_engine, clock, release, service_down_time):
+    """The RunContext of a run on ``api_engine``, as configured."""
+    connect = functools.partial(
         engines.create_engine,
         lock_wait_timeout=conf.healreq.lock_wait_timeout)
+    return context.RunContext(
+        api_engine, conf.database.connection, connect=connect, clock=clock,
+        target_release=release, service_down_time=service_down_time)
 
 
 @contextlib.contextmanager

@@ -21,6 +21,8 @@ any older store up to them when it is opened.
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from healreq import exception
+
 # Spec texts are MEDIUMTEXT in Nova's API database; keep the same room.
 _LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
 
@@ -99,5 +101,6 @@ findings = sa.Table(
     **_MYSQL_TABLE_ARGS)
 
 
-class SchemaTooNew(Exception):
-    """The store was written by a newer healreq."""
+class SchemaTooNew(exception.AuditStoreError):
+    """The store was written by a newer healreq: it cannot be opened."""
+    exit_code = exception.ExitCode.INVALID_INPUT

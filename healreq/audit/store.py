@@ -40,7 +40,7 @@ from healreq.audit import lease
 from healreq.audit import migrations
 from healreq.audit import schema
 from healreq import clock
-from healreq.db import tables
+from healreq.db import api_queries
 from healreq import exception
 from healreq import version
 
@@ -272,12 +272,10 @@ class AuditStore(object):
                    if self._run_is_dead(c)]
         if not pending:
             return []
-        specs = tables.request_specs
         with exception.reraised_as(exception.ApiDatabaseError):
             with api_engine.connect() as conn:
-                current = {row.id: row.spec for row in conn.execute(
-                    sa.select(specs.c.id, specs.c.spec).where(
-                        specs.c.id.in_([c['spec_id'] for c in pending])))}
+                current = api_queries.get_spec_texts(
+                    conn, [c['spec_id'] for c in pending])
         settled = []
         for change in pending:
             change['state'], change['detail'] = _recovered_state(

@@ -33,8 +33,8 @@ def build_parser():
 
 def subcommands(parser):
     """``(name, parser)`` of each subcommand of ``parser``, in order."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+    for action in _arguments(parser):
+        if _is_subcommands(action):
             yield from action.choices.items()
 
 
@@ -47,9 +47,8 @@ def walk(parser, path=()):
 
 def documented_actions(parser):
     """The arguments and options of ``parser`` itself (no ``--help``)."""
-    return [action for action in parser._actions
-            if not isinstance(action, (argparse._HelpAction,
-                                       argparse._SubParsersAction))]
+    return [action for action in _arguments(parser)
+            if not _is_help(action) and not _is_subcommands(action)]
 
 
 def _formatter(parser):
@@ -59,8 +58,8 @@ def _formatter(parser):
 def usage(parser):
     """The usage line(s) of ``parser``, wrapped to a fixed width."""
     formatter = _formatter(parser)
-    formatter.add_usage(parser.usage, parser._actions,
-                        parser._mutually_exclusive_groups, prefix='')
+    formatter.add_usage(parser.usage, _arguments(parser),
+                        _exclusive_groups(parser), prefix='')
     return formatter.format_help().strip()
 
 
@@ -68,11 +67,43 @@ def help_text(parser, action):
     """The help text of ``action`` as ``--help`` prints it (expanded)."""
     if not action.help:
         return ''
-    return ' '.join(_formatter(parser)._expand_help(action).split())
+    return ' '.join(_expanded_help(_formatter(parser), action).split())
 
 
 def _term(parser, action):
-    formatter = _formatter(parser)
+    return _invocation(_formatter(parser), action)
+
+
+# -- argparse internals ----------------------------------------------------
+# argparse documents how to build a parser, not how to read one back: it
+# has no public way to list a parser's arguments or its mutually exclusive
+# groups, nor to format one argument as --help does. The few private
+# members needed (unchanged since Python 3.2, and what other generators of
+# argparse documentation read too) are used here and nowhere else; the CLI
+# reference tests fail if one of them changes.
+
+def _arguments(parser):
+    return parser._actions
+
+
+def _exclusive_groups(parser):
+    return parser._mutually_exclusive_groups
+
+
+def _is_subcommands(action):
+    return isinstance(action, argparse._SubParsersAction)
+
+
+def _is_help(action):
+    return isinstance(action, argparse._HelpAction)
+
+
+def _expanded_help(formatter, action):
+    return formatter._expand_help(action)
+
+
+def _invocation(formatter, action):
+    """``--opt METAVAR`` of an option, the metavar of a positional."""
     if not action.option_strings:
         return formatter._metavar_formatter(action, action.dest)(1)[0]
     return formatter._format_action_invocation(action)

@@ -118,7 +118,10 @@ def build_parser():
     """
     conf = _build_conf()
     # oslo.config builds the parser while parsing a (harmless) command
-    # line and keeps it.
+    # line and keeps it. It offers no public way to reach that parser,
+    # which holds its own global options (--config-file, --debug...): its
+    # private attribute is read here only, and the CLI reference tests
+    # fail if it goes.
     conf(['demo'], default_config_files=[], default_config_dirs=[],
          use_env=False, **_parser_settings())
     return conf._oparser

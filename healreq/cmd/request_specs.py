@@ -21,7 +21,6 @@ from healreq.cmd import interruption
 from healreq.cmd import output
 from healreq.cmd import progress
 from healreq import exception
-from healreq.heal import engine as heal_engine
 from healreq.heal import field_checks
 from healreq import releases
 
@@ -159,7 +158,7 @@ def _options(conf):
         raise exception.InvalidInput(
             '--fields takes a comma-separated list of %s; got %r'
             % (', '.join(field_checks.FIELD_NAMES), command.fields))
-    return heal_engine.Options(
+    return api.Options(
         dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
         max_count=command.max_count,
         batch_size=command.batch_size or conf.healreq.batch_size,

@@ -131,6 +131,13 @@ def get_spec_text(conn, spec_id):
         t.c.id == spec_id)).scalar())
 
 
+def get_spec_texts(conn, spec_ids):
+    """``{id: spec text}`` of the request_specs rows ``spec_ids``."""
+    t = tables.request_specs
+    return {row.id: _text(row.spec) for row in conn.execute(
+        sa.select(t.c.id, t.c.spec).where(t.c.id.in_(list(spec_ids))))}
+
+
 def try_spec_update(conn):
     """Run an UPDATE of request_specs that matches no row.
 

@@ -51,7 +51,12 @@ _SPEC_FIELD_ADDED = {'user_id': (1, 9), 'is_bfv': (1, 11)}
 
 
 class DerivationError(Exception):
-    """Nova would refuse to derive a field from these instance records."""
+    """Nova would refuse to derive a field from these instance records.
+
+    Not a HealreqError: it never ends a command. The decision turns it
+    into the instance's error finding (its reason and detail), and the
+    walk goes on with the next instance.
+    """
 
     def __init__(self, reason, detail):
         super().__init__(detail)

@@ -24,10 +24,8 @@ import dataclasses
 import json
 
 from healreq.audit import store as audit_store
-from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import cell_queries
-from healreq.db import engines
 from healreq import exception
 from healreq.heal import decisions
 from healreq.heal import field_checks
@@ -43,67 +41,48 @@ SPEC_CHANGED_DETAIL = 'the spec changed during the write; left alone'
 
 
 class Replayer(object):
-    """Writes a list of recorded changes; returns a RunReport."""
+    """Writes a list of recorded changes in a RunContext; a RunReport."""
 
-    def __init__(self, api_engine, reference_url, settings, audit, run_id,
-                 dry_run=False, connect=engines.create_engine,
-                 clock=clock_module.utcnow, rederive=False,
-                 target_release=None, service_down_time=60):
-        """Prepare writing recorded changes.
+    def __init__(self, context, settings, audit, run_id, dry_run=False,
+                 rederive=False):
+        """Prepare writing recorded changes of run ``run_id``.
 
         With ``rederive`` (apply), a change is written only if a heal
         would write exactly its new value now, by the rules of the
-        deployment's release (``target_release`` if named).
+        deployment's release (the context's target release if named).
         """
+        self.context = context
         self.rederive = rederive
-        self.target_release = target_release
-        self.service_down_time = service_down_time
-        self.profile = None
-        self.api_engine = api_engine
-        self.reference_url = reference_url
         self.settings = settings
         self.audit = audit
         self.run_id = run_id
-        self._connect = connect
-        self._clock = clock
-        self._engines = {}
         self._cells = {}
         self.report = RunReport(dry_run=dry_run)
         self.writer = spec_writer.SpecWriter(
-            api_engine, clock, audit=audit, run_id=run_id, dry_run=dry_run,
-            spec_changed_detail=SPEC_CHANGED_DETAIL)
+            context.api_engine, context.clock, audit=audit, run_id=run_id,
+            dry_run=dry_run, spec_changed_detail=SPEC_CHANGED_DETAIL)
 
     def run(self, changes):
         """Write ``changes`` (writer.Change), in order."""
-        try:
-            with exception.reraised_as(exception.ApiDatabaseError):
-                with self.api_engine.connect() as conn:
-                    cells = {c['id']: c for c in api_queries.get_cells(conn)}
-                    mappings = api_queries.get_instance_mappings(
-                        conn, [c.instance_uuid for c in changes])
-            if self.rederive:
-                detection, self.profile = records.learn_deployment(
-                    self.api_engine, self.reference_url,
-                    self.target_release, self._connect,
-                    service_down_time=self.service_down_time)
-                self.report.release = detection
-                if changes and not self.report.dry_run:
-                    detection.check_writable()
-            if changes:
-                self.writer.check_writable()
-            for change in changes:
-                mapping = mappings.get(change.instance_uuid)
-                cell = cells.get(mapping['cell_id']) if mapping else None
-                finding = self._replay(change, cell)
-                self._cell_report(cell).count(finding)
-                if finding.status is not Status.CONSISTENT:
-                    self.report.findings.append(finding)
-                elif finding.notes:
-                    self.report.notices.append(finding)
-            self._record_findings()
-        finally:
-            for engine in self._engines.values():
-                engine.dispose()
+        cells = {c['id']: c for c in self.context.cells()}
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.context.api_engine.connect() as conn:
+                mappings = api_queries.get_instance_mappings(
+                    conn, [c.instance_uuid for c in changes])
+        if self.rederive:
+            self.report.release = self.context.learn_release()
+        if changes:
+            self.context.check_writable(self.writer)
+        for change in changes:
+            mapping = mappings.get(change.instance_uuid)
+            cell = cells.get(mapping['cell_id']) if mapping else None
+            finding = self._replay(change, cell)
+            self._cell_report(cell).count(finding)
+            if finding.status is not Status.CONSISTENT:
+                self.report.findings.append(finding)
+            elif finding.notes:
+                self.report.notices.append(finding)
+        self._record_findings()
         return self.report
 
     def _record_findings(self):
@@ -139,7 +118,7 @@ class Replayer(object):
             return spec_writer.Refusal(Status.ERROR, 'audit-record-invalid',
                                        invalid + '; left alone')
         with exception.reraised_as(exception.ApiDatabaseError):
-            with self.api_engine.connect() as conn:
+            with self.context.api_engine.connect() as conn:
                 current = api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
         if (current is not None and current['id'] == change.spec_id
@@ -187,7 +166,7 @@ class Replayer(object):
                                 % ', '.join(map(str, fields)))
         try:
             found = records.read_instance(
-                self.api_engine, self._cell_engine(cell),
+                self.context.api_engine, self.context.cell_engine(cell),
                 change.instance_uuid, fields)
         except exception.DB_ERRORS as exc:
             return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
@@ -196,8 +175,8 @@ class Replayer(object):
             return spec_writer.Refusal(Status.SKIPPED, 'instance-deleted',
                                        'the instance is gone')
         settings = dataclasses.replace(self.settings, checked_fields=fields)
-        again = decisions.evaluate(found[0], cell, self._clock(), settings,
-                                   self.profile)
+        again = decisions.evaluate(found[0], cell, self.context.clock(),
+                                   settings, self.context.profile)
         finding = again.finding
         if finding.status in (Status.ERROR, Status.SKIPPED):
             status = (Status.ERROR if finding.status is Status.ERROR
@@ -212,18 +191,10 @@ class Replayer(object):
                                           change.instance_uuid))
         return None
 
-    def _cell_engine(self, cell):
-        engine = self._engines.get(cell['uuid'])
-        if engine is None:
-            engine = records.connect_cell(cell, self.reference_url,
-                                          self._connect)
-            self._engines[cell['uuid']] = engine
-        return engine
-
     def _busy(self, change, cell):
         """The skip rule that forbids writing now, as (code, detail)."""
         uuid = change.instance_uuid
-        engine = self._cell_engine(cell)
+        engine = self.context.cell_engine(cell)
         try:
             with engine.connect() as conn:
                 instance = cell_queries.get_instances(conn, [uuid]).get(uuid)
@@ -235,7 +206,7 @@ class Replayer(object):
             return 'instance-deleted', 'the instance is gone'
         record = decisions.InstanceRecord(instance=instance,
                                           migrations=migrations)
-        return decisions.skip_reason(record, cell, self._clock(),
+        return decisions.skip_reason(record, cell, self.context.clock(),
                                      self.settings)
 
 

@@ -27,7 +27,6 @@ import testtools
 
 from healreq import api
 from healreq.heal import decisions
-from healreq.heal import engine as heal_engine
 from healreq.tests import cli
 from healreq.tests.functional import backends
 from healreq.tests.functional import deployments
@@ -101,7 +100,7 @@ class DeploymentTestCase(deployments.DeploymentRows,
         options.setdefault('settings',
                            decisions.Settings(skip_updated_within=60))
         kwargs = {'clock': clock} if clock is not None else {}
-        return api.run_request_specs(conf, heal_engine.Options(**options),
+        return api.run_request_specs(conf, api.Options(**options),
                                      **kwargs).report
 
 

@@ -35,7 +35,6 @@ from healreq.audit import store as audit_store
 from healreq.db import tables
 from healreq import exception
 from healreq.heal import decisions
-from healreq.heal import engine as heal_engine
 from healreq.heal import field_checks
 from healreq.testing import demo
 from healreq.testing import deployment as dep
@@ -328,7 +327,7 @@ class ComponentErrorTest(audit_case.AuditTestCase):
         clock = fixtures.ActingClock(drop_specs, 1)
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)
-        options = heal_engine.Options(
+        options = api.Options(
             dry_run=True, cell_uuid=self.cell1.uuid, batch_size=1,
             settings=decisions.Settings(skip_updated_within=60))
         error = self.assertRaises(exception.ApiDatabaseError,

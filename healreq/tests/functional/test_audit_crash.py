@@ -37,7 +37,6 @@ from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
 from healreq.db import tables
 from healreq.heal import decisions
-from healreq.heal import engine as heal_engine
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
@@ -91,7 +90,7 @@ class InjectedCrashTest(audit_case.AuditTestCase):
         store = self.open_store(store_class)
         runs = set(self.audit_runs())
         self.assertRaises(Interrupted, api.run_request_specs, self.conf,
-                          heal_engine.Options(settings=decisions.Settings(
+                          api.Options(settings=decisions.Settings(
                               skip_updated_within=60)), audit=store)
         started = set(self.audit_runs()) - runs
         self.assertEqual(1, len(started), started)

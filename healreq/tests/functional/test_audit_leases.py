@@ -29,7 +29,6 @@ from healreq import api
 from healreq.audit import store as audit_store
 from healreq.db import tables
 from healreq.heal import decisions
-from healreq.heal import engine as heal_engine
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
@@ -131,7 +130,7 @@ class RecoverTest(LeaseTestCase):
         self.addCleanup(conf.reset)
         crashing = self.open_store(CrashAfterWrite)
         self.assertRaises(Crash, api.run_request_specs, conf,
-                          heal_engine.Options(settings=decisions.Settings(
+                          api.Options(settings=decisions.Settings(
                               skip_updated_within=60)), audit=crashing)
         self.another_invocation()
         change, = [c for run in self.store.list_runs(10)
@@ -202,7 +201,7 @@ class ResolveTest(LeaseTestCase):
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)
         result = api.run_request_specs(
-            conf, heal_engine.Options(settings=decisions.Settings(
+            conf, api.Options(settings=decisions.Settings(
                 skip_updated_within=60)),
             audit=self.open_store(SettledByOther))
         self.assertEqual(3, result.exit_code)

@@ -11,27 +11,23 @@
 #    under the License.
 
 
-"""The heal engine: walks cells and batches, decides, and writes.
+"""The walker of request-specs: cells, then batches, then instances.
 
 Per cell, live instances are read in keyset-paginated batches; each batch
 costs one query per table in the cell and in the API database, whatever
 its size, and is read by a thread while the previous one is evaluated
 (``readahead``). Decisions are delegated to ``decisions``; a write re-reads
 the instance, re-decides, and swaps the spec only if the row still holds
-the text that was read.
+the text that was read (``writer``). The databases and the release come
+from the run's ``context``, --max-count and the pace from its ``budget``.
 """
 
 from concurrent import futures
-import dataclasses
-import threading
-import time
 
 from oslo_log import log as logging
 
-from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import cell_queries
-from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
 from healreq.heal import decisions
@@ -48,30 +44,6 @@ LOG = logging.getLogger(__name__)
 # Findings are written to the audit store in chunks of this many: one
 # commit (and its fsyncs) per chunk rather than per batch.
 FINDINGS_CHUNK = 1000
-
-
-@dataclasses.dataclass
-class Options:
-    """What a run of request-specs does (see ``nova-heal request-specs``).
-
-    ``collect_plan`` (with ``dry_run``) keeps every would-be change in the
-    report's ``planned``; ``settings`` are the per-instance decisions'.
-    """
-    dry_run: bool = False
-    instance_uuid: str = None
-    cell_uuid: str = None
-    max_count: int = None
-    batch_size: int = 200
-    collect_plan: bool = False
-    workers: int = 1
-    sleep: float = 0.0
-    max_rate: float = None
-    # A releases.Release named by the operator, instead of detecting it.
-    target_release: object = None
-    # [DEFAULT]/service_down_time: services silent longer are down.
-    service_down_time: int = 60
-    settings: decisions.Settings = dataclasses.field(
-        default_factory=decisions.Settings)
 
 
 class _FindingsLog(object):
@@ -107,54 +79,40 @@ class _FindingsLog(object):
             self._sink.audit_error = exc.line()
 
 
-class Engine(object):
-    """One run of ``request-specs`` over the selected cells."""
+class Walker(object):
+    """Walks the selected cells of one run of ``request-specs``.
 
-    def __init__(self, api_engine, reference_url, options,
-                 connect=engines.create_engine, clock=clock_module.utcnow,
-                 audit=None, run_id=None):
-        """Prepare a run.
+    ``context`` is the run's RunContext, ``options`` its api.Options,
+    ``budget`` its Budget and ``writer`` the SpecWriter of its changes;
+    ``audit`` (an AuditStore, or None) records the findings of run
+    ``run_id``. ``progress(cell, cell_report, total)``, if set, is called
+    after each batch.
+    """
 
-        ``audit`` (an AuditStore) records findings and every change of
-        run ``run_id`` before it is written; None records nothing.
-        """
+    def __init__(self, context, options, budget, writer, audit=None,
+                 run_id=None):
+        self.context = context
+        self.options = options
+        self.budget = budget
+        self.writer = writer
         self.audit = audit
         self.run_id = run_id
-        # Called as progress(cell, cell_report, total) after each batch.
         self.progress = None
-        self._sleep = time.sleep
-        self._monotonic = time.monotonic
-        self._started = time.monotonic()
-        self._lock = threading.Lock()
-        self._checked = 0
-        self.api_engine = api_engine
-        self.reference_url = reference_url
-        self.options = options
-        self._connect = connect
-        self._clock = clock
         self.report = RunReport(dry_run=options.dry_run)
-        self.profile = None
-        self._would_heal = 0
-        self.writer = spec_writer.SpecWriter(
-            api_engine, clock, audit=audit, run_id=run_id,
-            dry_run=options.dry_run)
 
     # -- selection ---------------------------------------------------------
 
     def _select_cells(self):
-        with exception.reraised_as(exception.ApiDatabaseError):
-            with self.api_engine.connect() as conn:
-                cells = api_queries.get_cells(conn)
-                mapping = None
-                if self.options.instance_uuid:
-                    mapping = api_queries.get_instance_mapping(
-                        conn, self.options.instance_uuid)
-        if self.options.instance_uuid:
+        cells = self.context.cells()
+        uuid = self.options.instance_uuid
+        if uuid:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with self.context.api_engine.connect() as conn:
+                    mapping = api_queries.get_instance_mapping(conn, uuid)
             if mapping is None:
                 raise exception.InvalidInput(
                     'instance %s has no instance mapping; check the '
-                    'UUID or run nova-manage cell_v2 verify_instance'
-                    % self.options.instance_uuid)
+                    'UUID or run nova-manage cell_v2 verify_instance' % uuid)
             return [c for c in cells if c['id'] == mapping['cell_id']]
         if self.options.cell_uuid:
             selected = [c for c in cells
@@ -173,15 +131,9 @@ class Engine(object):
     def run(self):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
-        detection, self.profile = records.learn_deployment(
-            self.api_engine, self.reference_url,
-            self.options.target_release, self._connect,
-            service_down_time=self.options.service_down_time)
-        self.report.release = detection
-        if not self.options.dry_run:
-            detection.check_writable()
-        self.writer.check_writable()
-        self._started = self._monotonic()
+        self.report.release = self.context.learn_release()
+        self.context.check_writable(self.writer)
+        self.budget.start()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
             return self.report
@@ -189,7 +141,7 @@ class Engine(object):
             self._run_in_parallel(cells)
             return self.report
         for position, cell in enumerate(cells):
-            if self._limit_reached():
+            if self.budget.used_up():
                 remaining = cells[position:]
                 self.report.more_remain = (self.report.more_remain
                                            or self._any_instances(remaining))
@@ -201,12 +153,12 @@ class Engine(object):
         """Process cells in worker threads, merged in cell order.
 
         Each cell has its own connection pool; the waits on the databases
-        overlap. With --max-count the workers share one count, so cells
-        still running stop when it is reached.
+        overlap. With --max-count the workers share one budget, so cells
+        still running stop when it is used up.
         """
         def process(cell):
             sink = RunReport(dry_run=self.options.dry_run)
-            if self._limit_reached():
+            if self.budget.used_up():
                 sink.more_remain = self._any_instances([cell])
             else:
                 self._process_cell(cell, sink)
@@ -254,8 +206,7 @@ class Engine(object):
         LOG.info('Looking for instances in cell %s(%s)',
                  cell['uuid'], cell['name'])
         try:
-            engine = records.connect_cell(cell, self.reference_url,
-                                          self._connect)
+            engine = self.context.cell_engine(cell)
         except exception.CellDatabaseError as exc:
             self._cell_failed(cell, report, exc)
             return
@@ -265,7 +216,7 @@ class Engine(object):
         except exception.DB_ERRORS as exc:
             self._cell_failed(cell, report, records.cell_error(cell, exc))
         finally:
-            engine.dispose()
+            self.context.release(cell)
             log.flush()
 
     def _cell_failed(self, cell, report, exc):
@@ -276,7 +227,7 @@ class Engine(object):
     def _walk_cell(self, cell, engine, report, sink, log):
         checked = self.options.settings.checked_fields
         if self.options.instance_uuid:
-            found = records.read_instance(self.api_engine, engine,
+            found = records.read_instance(self.context.api_engine, engine,
                                           self.options.instance_uuid,
                                           checked)
             if not found:
@@ -295,11 +246,11 @@ class Engine(object):
                                                 report, sink, log)
                 if self.progress is not None:
                     self.progress(cell, report, total)
-                self._throttle()
+                self.budget.pause()
                 if processed < len(batch):
                     sink.more_remain = True
                     return
-                if self._limit_reached():
+                if self.budget.used_up():
                     with engine.connect() as conn:
                         sink.more_remain = cell_queries.has_instances_after(
                             conn, batch[-1].instance['id'])
@@ -313,33 +264,28 @@ class Engine(object):
         cannot be read are passed over. InvalidInput if no cell holds it.
         """
         uuid = self.options.instance_uuid
-        with exception.reraised_as(exception.ApiDatabaseError):
-            with self.api_engine.connect() as conn:
-                cells = api_queries.get_cells(conn)
-        for cell in cells:
+        for cell in self.context.cells():
             if cell['uuid'] in (mapped_cell['uuid'],
                                 api_queries.CELL0_UUID):
                 continue
             try:
-                engine = records.connect_cell(cell, self.reference_url,
-                                              self._connect)
-            except exception.CellDatabaseError:
+                engine = self.context.cell_engine(cell)
+                found = records.read_instance(
+                    self.context.api_engine, engine, uuid,
+                    self.options.settings.checked_fields)
+            except exception.DB_ERRORS + (exception.CellDatabaseError,):
+                self.context.release(cell)
                 continue
-            try:
+            if found:
+                report = CellReport(uuid=cell['uuid'], name=cell['name'])
+                sink.cells.append(report)
                 try:
-                    found = records.read_instance(
-                        self.api_engine, engine, uuid,
-                        self.options.settings.checked_fields)
-                except exception.DB_ERRORS:
-                    continue
-                if found:
-                    report = CellReport(uuid=cell['uuid'], name=cell['name'])
-                    sink.cells.append(report)
                     self._process_batch(cell, engine, found, report, sink,
                                         log)
-                    return
-            finally:
-                engine.dispose()
+                finally:
+                    self.context.release(cell)
+                return
+            self.context.release(cell)
         raise exception.InvalidInput(
             'instance %s is mapped to cell %s but is not in its database'
             % (uuid, mapped_cell['uuid']))
@@ -356,35 +302,22 @@ class Engine(object):
                     return
                 rows, failed = records.read_batch_rows(
                     conn, [i['uuid'] for i in page], checked)
-            yield records.build_records(self.api_engine, page, rows, failed)
+            yield records.build_records(self.context.api_engine, page, rows,
+                                        failed)
             after_id = page[-1]['id']
-
-    def _throttle(self):
-        """Pause after a batch: --sleep, then down to --max-rate."""
-        if self.options.sleep:
-            self._sleep(self.options.sleep)
-        if self.options.max_rate:
-            with self._lock:
-                checked = self._checked
-            ahead = (checked / self.options.max_rate
-                     - (self._monotonic() - self._started))
-            if ahead > 0:
-                self._sleep(ahead)
 
     def _any_instances(self, cells):
         """Whether any of ``cells`` has a live instance (unknown: yes)."""
         for cell in cells:
             try:
-                engine = records.connect_cell(cell, self.reference_url,
-                                              self._connect)
-                try:
-                    with engine.connect() as conn:
-                        if cell_queries.has_instances_after(conn, 0):
-                            return True
-                finally:
-                    engine.dispose()
+                engine = self.context.cell_engine(cell)
+                with engine.connect() as conn:
+                    if cell_queries.has_instances_after(conn, 0):
+                        return True
             except exception.DB_ERRORS + (exception.CellDatabaseError,):
                 return True
+            finally:
+                self.context.release(cell)
         return False
 
     # -- per batch ---------------------------------------------------------
@@ -394,7 +327,7 @@ class Engine(object):
 
         Findings go to ``sink`` (a RunReport) and ``log`` (_FindingsLog).
         """
-        now = self._clock()
+        now = self.context.clock()
         evaluations = [self._evaluate(record, cell, now) for record in batch]
         # Instances about to be written are read again, all at once, right
         # before their writes: a decision is only acted upon if it still
@@ -408,7 +341,7 @@ class Engine(object):
         listed = []
         for position, (record, evaluation) in enumerate(
                 zip(batch, evaluations)):
-            if self._limit_reached():
+            if self.budget.used_up():
                 processed = position
                 break
             finding = evaluation.finding
@@ -423,8 +356,7 @@ class Engine(object):
                     sink.notices.append(finding)
             else:
                 listed.append(finding)
-        with self._lock:
-            self._checked += processed
+        self.budget.checked(processed)
         sink.findings.extend(listed)
         log.add(listed)
         return processed
@@ -433,7 +365,8 @@ class Engine(object):
         """``decisions.evaluate``; an unexpected failure is an error."""
         try:
             return decisions.evaluate(record, cell, now,
-                                      self.options.settings, self.profile)
+                                      self.options.settings,
+                                      self.context.profile)
         except Exception as exc:
             return decisions.Evaluation(_failed(
                 Finding(instance_uuid=record.instance['uuid'],
@@ -456,24 +389,6 @@ class Engine(object):
             _failed(evaluation.finding, exc)
             return True
 
-    def _limit_reached(self):
-        limit = self.options.max_count
-        with self._lock:
-            return limit is not None and self._would_heal >= limit
-
-    def _reserve_heal(self):
-        """Take one of the --max-count heals; False when none is left."""
-        with self._lock:
-            limit = self.options.max_count
-            if limit is not None and self._would_heal >= limit:
-                return False
-            self._would_heal += 1
-            return True
-
-    def _release_heal(self):
-        with self._lock:
-            self._would_heal -= 1
-
     def _heal(self, cell, record, fresh, evaluation, sink):
         """Write the healed spec, deciding again on ``fresh``.
 
@@ -487,7 +402,7 @@ class Engine(object):
         if not self.writer.write(
                 change, finding,
                 lambda: self._decide_again(cell, fresh, evaluation),
-                take=self._reserve_heal, give_back=self._release_heal):
+                take=self.budget.take, give_back=self.budget.give_back):
             return False
         if finding.status is Status.HEALED:
             LOG.info('Healed request spec of instance %s: %s',
@@ -504,8 +419,9 @@ class Engine(object):
 
         If not, a Refusal: the finding becomes a conflict.
         """
-        again = decisions.evaluate(fresh, cell, self._clock(),
-                                   self.options.settings, self.profile)
+        again = decisions.evaluate(fresh, cell, self.context.clock(),
+                                   self.options.settings,
+                                   self.context.profile)
         if again.new_spec == evaluation.new_spec:
             return None
         return spec_writer.Refusal(

@@ -1,0 +1,109 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""What a run that writes specs shares: databases, release, permission.
+
+The walker (request-specs) and the replayer (revert, apply) both run in
+a RunContext: the API database engine, one engine per cell database
+(opened when first needed), the Nova release the run follows with the
+object versions to write, and the checks that writing is allowed.
+"""
+
+import threading
+
+from healreq import clock as clock_module
+from healreq.db import api_queries
+from healreq.db import engines
+from healreq import exception
+from healreq.heal import records
+
+
+class RunContext(object):
+    """The databases and the Nova release of one run.
+
+    ``reference_url`` is ``[database]/connection`` (cell URL templates
+    are formatted from it), ``connect(url)`` makes a cell engine,
+    ``target_release`` is the release the operator named (None: detect
+    it), ``service_down_time`` judges services up or down.
+    """
+
+    def __init__(self, api_engine, reference_url,
+                 connect=engines.create_engine, clock=clock_module.utcnow,
+                 target_release=None, service_down_time=60):
+        self.api_engine = api_engine
+        self.reference_url = reference_url
+        self.clock = clock
+        self.target_release = target_release
+        self.service_down_time = service_down_time
+        self.detection = None
+        self.profile = None
+        self._connect = connect
+        self._cells = None
+        self._engines = {}
+        self._lock = threading.Lock()
+
+    def cells(self):
+        """Every cell mapping, ordered by id (read once)."""
+        if self._cells is None:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with self.api_engine.connect() as conn:
+                    self._cells = api_queries.get_cells(conn)
+        return self._cells
+
+    def learn_release(self):
+        """Establish the Nova release whose rules the run applies.
+
+        Returns the releases.Detection; ``profile`` then holds the object
+        versions to write.
+        """
+        self.detection, self.profile = records.learn_deployment(
+            self.api_engine, self.reference_url, self.target_release,
+            self._connect, service_down_time=self.service_down_time)
+        return self.detection
+
+    def check_writable(self, writer):
+        """Raise unless this run may write: release, then privilege.
+
+        The detected release must be one healreq writes for (InvalidInput)
+        and the account must be allowed to update request_specs
+        (ApiDatabaseError). Nothing has been recorded yet when it raises.
+        """
+        if writer.dry_run:
+            return
+        if self.detection is not None:
+            self.detection.check_writable()
+        writer.check_writable()
+
+    def cell_engine(self, cell):
+        """The engine of ``cell``'s database; CellDatabaseError if unusable."""
+        with self._lock:
+            engine = self._engines.get(cell['uuid'])
+            if engine is None:
+                engine = records.connect_cell(cell, self.reference_url,
+                                              self._connect)
+                self._engines[cell['uuid']] = engine
+            return engine
+
+    def release(self, cell):
+        """Close ``cell``'s connections (a walk moves on to the next cell)."""
+        with self._lock:
+            engine = self._engines.pop(cell['uuid'], None)
+        if engine is not None:
+            engine.dispose()
+
+    def close(self):
+        """Close every cell's connections (the API engine is the caller's)."""
+        with self._lock:
+            engines_, self._engines = list(self._engines.values()), {}
+        for engine in engines_:
+            engine.dispose()
