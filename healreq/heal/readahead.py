@@ -40,8 +40,14 @@ class ReadAhead(object):
     the iterable is raised again by the iteration, in the caller.
     """
 
-    def __init__(self, batches):
+    def __init__(self, batches, on_wait=None):
+        """Read ``batches`` ahead, once entered.
+
+        ``on_wait()``, if given, is called whenever the reader, one item
+        ahead, waits for the caller to take the next one.
+        """
         self._batches = batches
+        self._on_wait = on_wait
         self._queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True,
@@ -77,7 +83,8 @@ class ReadAhead(object):
                 self._queue.put(item, timeout=_POLL_SECONDS)
                 return True
             except queue.Full:
-                continue
+                if self._on_wait is not None:
+                    self._on_wait()
         return False
 
     def _read(self):

@@ -31,6 +31,11 @@ from sqlalchemy import pool
 # Seconds a migration waits for another one to finish.
 LOCK_TIMEOUT = 60
 
+# Called with the engine right before a migration takes the store's lock,
+# where it may wait for another one to finish (tests use it to know that
+# an opener got that far).
+on_wait = None
+
 
 @contextlib.contextmanager
 def migration_lock(engine):
@@ -41,6 +46,8 @@ def migration_lock(engine):
     stays taken for LOCK_TIMEOUT seconds; on SQLite, the driver's
     ``database is locked`` error after as long.
     """
+    if on_wait is not None:
+        on_wait(engine)
     if engine.dialect.name == 'sqlite' and not _in_memory(engine.url):
         with _sqlite_immediate(engine.url) as conn:
             yield conn

@@ -15,14 +15,13 @@
 Failures are injected at the real seams (right after an intent is
 recorded, before the spec write; right after the write, before the
 change is marked) by subclassing the audit store that the run API
-writes through; the databases are real. The last test kills
-``nova-heal request-specs`` with SIGKILL, as a real process, at random
-moments of a long heal.
+writes through; the databases are real. The last tests kill
+``nova-heal request-specs`` with SIGKILL, as a real process, at each of
+those seams and in the middle of a heal, held there by database locks.
 """
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -30,16 +29,15 @@ import time
 
 import fixtures as test_fixtures
 import sqlalchemy as sa
-from testtools import content
 
 from healreq import api
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
-from healreq.db import tables
 from healreq.heal import decisions
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
+from healreq.tests.functional import backends
 
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
@@ -234,171 +232,146 @@ NOVA_HEAL = [sys.executable, '-c',
              'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 
-class KillTest(audit_case.AuditTestCase):
-    """SIGKILL at random moments of a long heal, then recovery.
+class _KillCase(audit_case.AuditTestCase):
+    """SIGKILL at each seam of a heal, then recovery.
 
-    Whenever the kill lands, every spec holds either its drifted or its
-    healed text, byte for byte, and once recovered the audit says which:
-    every change of the killed run is applied (the row holds the new
-    text) or refused (the old one), and every healed row has its applied
-    change.
+    The command runs as a real process; locks on the databases hold it at
+    a seam (its intent recorded and its write waiting, or its write done
+    and its mark waiting), or let it heal some instances first, and the
+    test kills it there once the databases show it arrived. Wherever the
+    kill lands, every spec holds either its drifted or its healed text,
+    byte for byte, and once recovered the audit says which: every change
+    of the killed run is applied (the row holds the new text) or refused
+    (the old one), and every healed row has its applied change.
     """
 
-    INSTANCES = {'SQLite': 150, 'MySQL': 100}
-    KILLS = 20
-    SEED = 20240110
-    # Kill windows, relative to the reference run: before the first write,
-    # during the writes (three times as likely), after the last write.
-    WINDOWS = ('before', 'during', 'during', 'during', 'after')
+    INSTANCES = 8
+    # How long any wait for the command may take.
+    DEADLINE = 60
 
     def setUp(self):
         super().setUp()
         self.uuids = [self.add_drifted(self.cell1 if n % 2 else self.cell2)
-                      for n in range(self.INSTANCES[self.db.name])]
+                      for n in range(self.INSTANCES)]
         self.originals = self.all_spec_texts()
-        self.spec_ids = {}
-        t = tables.request_specs
-        with self.deployment.api_engine.connect() as conn:
-            for uuid, spec_id in conn.execute(
-                    sa.select(t.c.instance_uuid, t.c.id)):
-                self.spec_ids[uuid] = spec_id
         self.output = os.path.join(
             self.useFixture(test_fixtures.TempDir()).path, 'stderr')
         self.env = dict(os.environ, OS_HEALREQ__STATE_PATH=self.state_path)
+        # The command waits for the test's locks as long as it needs.
+        self.config = self.write_config('lock_wait_timeout = %d\n'
+                                        % self.DEADLINE)
+        self.store = audit_store.AuditStore(self.audit_url())
+        self.addCleanup(self.store.dispose)
+        self.healed = self.reference_texts()
 
-    def start(self):
-        with open(self.output, 'ab') as stderr:
-            return subprocess.Popen(
-                NOVA_HEAL + ['--config-file', self.config_file,
-                             'request-specs'],
-                stdout=subprocess.DEVNULL, stderr=stderr, env=self.env)
-
-    def healed_count(self):
-        t = tables.request_specs
-        with self.deployment.api_engine.connect() as conn:
-            return conn.execute(sa.select(sa.func.count()).where(
-                t.c.updated_at.isnot(None))).scalar()
-
-    def reference_heal(self):
-        """Heal once, uninterrupted; return healed texts and the timings.
-
-        Timings (seconds from the start of the process): the first write
-        seen, the last one, the exit.
-        """
-        started = time.monotonic()
-        process = self.start()
-        first = last = None
-        while process.poll() is None:
-            healed = self.healed_count()
-            now = time.monotonic() - started
-            if healed and first is None:
-                first = now
-            if healed == len(self.uuids) and last is None:
-                last = now
-            time.sleep(0.005)
-        ended = time.monotonic() - started
-        self.assertEqual(0, process.returncode, self.read_output())
-        self.assertIsNotNone(first)
+    def reference_texts(self):
+        """What an uninterrupted heal writes; the rows are put back."""
+        self.assertEqual(0, self.heal().code)
         healed = self.all_spec_texts()
         for uuid in self.uuids:
             self.assertNotEqual(self.originals[uuid], healed[uuid])
-        return healed, (first, last or ended, ended)
+        for uuid, text in self.originals.items():
+            self.deployment.set_spec(uuid, text)
+        return healed
+
+    def start(self):
+        with open(self.output, 'ab') as stderr:
+            process = subprocess.Popen(
+                NOVA_HEAL + ['--config-file', self.config, 'request-specs',
+                             '--batch-size', '2'],
+                stdout=subprocess.DEVNULL, stderr=stderr, env=self.env)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        return process
 
     def read_output(self):
         with open(self.output) as handle:
             return handle.read()
 
-    def reset(self):
-        """Put every drifted text back, as before any heal."""
-        t = tables.request_specs
-        with self.deployment.api_engine.begin() as conn:
-            conn.execute(
-                t.update().where(t.c.id == sa.bindparam('row_id')).values(
-                    spec=sa.bindparam('text'), updated_at=None),
-                [dict(row_id=self.spec_ids[uuid], text=text)
-                 for uuid, text in self.originals.items()])
-        self.assertEqual(self.originals, self.all_spec_texts())
+    def wait_for(self, condition, process, what):
+        """Return once ``condition()`` holds; the command must still run."""
+        deadline = time.monotonic() + self.DEADLINE
+        while not condition():
+            self.assertIsNone(process.poll(), 'the command ended before %s: '
+                              '%s' % (what, self.read_output()))
+            self.assertLess(time.monotonic(), deadline, 'no %s' % what)
+            time.sleep(0.01)
 
-    def run_ids(self, store):
-        return {run['id'] for run in store.list_runs(100000)}
+    def hold(self, engine, statement):
+        """A connection of the test that locks with ``statement``."""
+        conn = engine.connect()
+        if engine.dialect.name == 'sqlite':
+            conn.exec_driver_sql('BEGIN IMMEDIATE')
+        else:
+            conn.begin()
+            conn.execute(sa.text(statement))
+        return conn
 
-    def test_sigkill(self):
-        rng = random.Random(self.SEED)
-        began = time.monotonic()
-        healed, (first, last, end) = self.reference_heal()
-        # The 'after' window reaches well past the reference run, which a
-        # busy machine may run slower than the reference did.
-        windows = {'before': (0.0, first), 'during': (first, last),
-                   'after': (last, end * 3)}
-        store = audit_store.AuditStore(self.audit_url())
-        self.addCleanup(store.dispose)
-        counts = dict.fromkeys(
-            ('kills', 'before', 'mid-heal', 'after', 'exited', 'no-run'), 0)
-        for iteration in range(self.KILLS):
-            self.reset()
-            runs = self.run_ids(store)
-            delay = rng.uniform(*windows[self.WINDOWS[
-                iteration % len(self.WINDOWS)]])
-            process = self.start()
-            time.sleep(delay)
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            if process.returncode == -signal.SIGKILL:
-                counts['kills'] += 1
-            else:
-                self.assertEqual(0, process.returncode, self.read_output())
-                counts['exited'] += 1
-            killed = self.run_ids(store) - runs
-            self.assertLessEqual(len(killed), 1)
-            counts['no-run'] += not killed
+    def lock_specs(self):
+        """Block every write of request_specs (reads go on)."""
+        return self.hold(self.deployment.api_engine,
+                         'SELECT id FROM request_specs FOR UPDATE')
 
-            # Recovery: what any next request-specs, revert or apply does.
-            recovery = self.heal('--dry-run', '--instance', self.uuids[0])
-            self.assertIn(recovery.code, (0, 4),
-                          recovery.stdout + recovery.stderr)
-            now_healed = self.check_consistency(
-                store, killed.pop() if killed else None, healed)
-            if not now_healed:
-                counts['before'] += 1
-            elif len(now_healed) == len(self.uuids):
-                counts['after'] += 1
-            else:
-                counts['mid-heal'] += 1
-        elapsed = time.monotonic() - began
-        report = ('%s: %d instances, reference heal %.2fs (first write '
-                  '%.2fs, last %.2fs); %d runs: %d killed, %d exited; '
-                  'nothing healed %d (no run recorded %d), mid-heal %d, '
-                  'all healed %d; %.1fs in all' % (
-                      self.db.name, len(self.uuids), end, first, last,
-                      self.KILLS, counts['kills'], counts['exited'],
-                      counts['before'], counts['no-run'],
-                      counts['mid-heal'], counts['after'], elapsed))
-        self.addDetail('kill-counts', content.text_content(report))
-        print('\nKILL TEST %s' % report, file=sys.stderr)
-        # Where a kill lands depends on the machine's speed; what matters
-        # is that some land mid-heal (and consistency, checked above).
-        self.assertGreaterEqual(counts['mid-heal'], 3, report)
+    def lock_audit(self):
+        """Block every write of the audit store (an SQLite file here)."""
+        engine = sa.create_engine(self.audit_url())
+        self.addCleanup(engine.dispose)
+        return self.hold(engine, None)
 
-    def check_consistency(self, store, run_id, healed):
+    @staticmethod
+    def release(conn):
+        if conn.dialect.name == 'sqlite':
+            conn.exec_driver_sql('ROLLBACK')
+        else:
+            conn.rollback()
+        conn.close()
+
+    def changes_in(self, state, run_id=None):
+        """Instances of the changes in ``state`` (of run ``run_id``)."""
+        t = audit_schema.changes
+        query = sa.select(t.c.instance_uuid).where(t.c.state == state)
+        if run_id is not None:
+            query = query.where(t.c.run_id == run_id)
+        with self.store.engine.connect() as conn:
+            return conn.execute(query).scalars().all()
+
+    def healed_rows(self):
+        rows = self.all_spec_texts()
+        return {u for u in self.uuids if rows[u] == self.healed[u]}
+
+    def kill_and_recover(self, process, *locks):
+        """SIGKILL, release ``locks``, then what any next command does."""
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.assertEqual(-signal.SIGKILL, process.returncode,
+                         self.read_output())
+        for lock in locks:
+            self.release(lock)
+        recovery = self.heal('--dry-run', '--instance', self.uuids[0])
+        self.assertIn(recovery.code, (0, 4),
+                      recovery.stdout + recovery.stderr)
+
+    def last_heal_run(self):
+        runs = [r for r in self.store.list_runs(1000)
+                if r['mode'] == 'heal']
+        return runs[0]['id']
+
+    def check_consistency(self, run_id):
         """Rows and audit agree; return the instances holding healed text."""
         rows = self.all_spec_texts()
         for uuid in self.uuids:
-            self.assertIn(rows[uuid], (self.originals[uuid], healed[uuid]),
+            self.assertIn(rows[uuid],
+                          (self.originals[uuid], self.healed[uuid]),
                           'spec of %s is neither drifted nor healed' % uuid)
-        now_healed = {u for u in self.uuids if rows[u] == healed[u]}
-        t = audit_schema.changes
-        with store.engine.connect() as conn:
-            unsettled = conn.execute(sa.select(t.c.id, t.c.state).where(
-                t.c.state.in_([PENDING, UNKNOWN]))).all()
-        self.assertEqual([], unsettled)
-        changes = store.changes(run_id) if run_id else []
+        now_healed = self.healed_rows()
+        self.assertEqual([], self.changes_in(PENDING)
+                         + self.changes_in(UNKNOWN))
         states = {}
-        for change in changes:
+        for change in self.store.changes(run_id):
             uuid = change['instance_uuid']
             self.assertNotIn(uuid, states, 'two changes for %s' % uuid)
             states[uuid] = change['state']
             self.assertEqual(
-                (self.originals[uuid], healed[uuid]),
+                (self.originals[uuid], self.healed[uuid]),
                 (change['before_text'], change['after_text']))
             self.assertIn(change['state'], (APPLIED, REFUSED))
             expected = (change['after_text'] if change['state'] == APPLIED
@@ -409,3 +382,56 @@ class KillTest(audit_case.AuditTestCase):
         self.assertEqual(now_healed,
                          {u for u, s in states.items() if s == APPLIED})
         return now_healed
+
+
+class KillTest(_KillCase):
+
+    def test_killed_in_the_middle_of_a_heal(self):
+        process = self.start()
+        self.wait_for(lambda: len(self.healed_rows()) >= 3, process,
+                      'three specs written')
+        self.kill_and_recover(process, self.lock_specs())
+        healed = self.check_consistency(self.last_heal_run())
+        self.assertGreaterEqual(len(healed), 3)
+        self.assertLess(len(healed), self.INSTANCES)
+        # A heal afterwards finishes the work.
+        self.assertEqual(0, self.heal().code)
+        self.assertEqual(set(self.uuids), self.healed_rows())
+
+
+class SeamKillTest(_KillCase):
+    """SIGKILL at the two seams of one write, held there by row locks.
+
+    Only MySQL can block a write and let the check before it pass: the
+    command first tries an UPDATE that matches no row (the privilege
+    check), and SQLite's lock is the whole database's. On SQLite these
+    seams are crashed at in-process (InjectedCrashTest).
+    """
+
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
+
+    def test_killed_after_an_intent_before_its_write(self):
+        specs = self.lock_specs()
+        process = self.start()
+        self.wait_for(lambda: self.changes_in(PENDING), process,
+                      'intent recorded')
+        self.assertEqual(set(), self.healed_rows())
+        self.kill_and_recover(process, specs)
+        run_id = self.last_heal_run()
+        self.assertEqual(set(), self.check_consistency(run_id))
+        self.assertEqual([], self.changes_in(APPLIED, run_id))
+        self.assertEqual(1, len(self.changes_in(REFUSED, run_id)))
+
+    def test_killed_after_a_write_before_its_mark(self):
+        specs = self.lock_specs()
+        process = self.start()
+        self.wait_for(lambda: self.changes_in(PENDING), process,
+                      'intent recorded')
+        audit = self.lock_audit()
+        self.release(specs)
+        self.wait_for(self.healed_rows, process, 'spec written')
+        self.kill_and_recover(process, audit)
+        run_id = self.last_heal_run()
+        healed = self.check_consistency(run_id)
+        self.assertEqual(1, len(healed))
+        self.assertEqual(list(healed), self.changes_in(APPLIED, run_id))

@@ -11,8 +11,8 @@
 #    under the License.
 
 
+import queue
 import threading
-import time
 
 import testtools
 
@@ -58,13 +58,20 @@ class ReadAheadTest(testtools.TestCase):
 
     def test_reads_at_most_one_item_ahead(self):
         source = _Source(100)
-        with readahead.ReadAhead(source) as items:
+        seen = queue.Queue()
+        with readahead.ReadAhead(
+                source, on_wait=lambda: seen.put(source.produced)) as items:
             first = next(iter(items))
-            time.sleep(0.3)
-            # The caller's item, one waiting in the queue and one the
-            # reader holds while it waits for room.
-            self.assertLessEqual(source.produced, 3)
+            # Each time the reader waits for room, it says how far it got:
+            # once the caller took its item, the caller's item, one in the
+            # queue and one the reader holds.
+            counts = [seen.get(timeout=30)]
+            while counts[-1] < 3:
+                counts.append(seen.get(timeout=30))
+            counts += [seen.get(timeout=30) for _ in range(3)]
         self.assertEqual(0, first)
+        self.assertEqual(3, max(counts), counts)
+        self.assertEqual([3, 3, 3], counts[-3:])
 
     def test_leaving_early_stops_the_reader(self):
         source = _Source(100)
