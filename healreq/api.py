@@ -314,8 +314,11 @@ def _leased_run(api_engine, store, run_id, work, outputs, arguments):
         problems += outputs(report, code, run_id, time.monotonic() - started)
     if problems and code < ExitCode.INVALID_INPUT:
         code = ExitCode.NEEDS_ATTENTION
+    summary = report.summary()
+    if problems:
+        summary['problems'] = list(problems)
     try:
-        store.finish_run(run_id, report.summary(), code)
+        store.finish_run(run_id, summary, code)
     except exception.AuditStoreError as exc:
         problems.append(exc.line())
         code = code if code >= ExitCode.INVALID_INPUT else (
