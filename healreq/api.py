@@ -51,6 +51,7 @@ from healreq.exception import ExitCode
 from healreq.heal import budget
 from healreq.heal import context
 from healreq.heal import decisions
+from healreq.heal import field_checks
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq.heal import replay
@@ -122,10 +123,13 @@ def exit_code_for(report):
     return ExitCode.NOTHING_TO_HEAL
 
 
-def settings(conf, force=False, checked_fields=None):
+def settings(conf, force=False, checked_fields=None,
+             az_policy=field_checks.AZ_REPORT, create_missing=False):
     """The per-instance decision settings from configuration."""
     values = dict(skip_updated_within=conf.healreq.skip_updated_within,
-                  force=force)
+                  force=force, az_policy=az_policy,
+                  create_missing=create_missing,
+                  default_zone=conf.default_availability_zone)
     if checked_fields is not None:
         values['checked_fields'] = checked_fields
     return decisions.Settings(**values)
@@ -184,7 +188,8 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
 
     def outputs(report, code, run_id, duration):
         return _write_outputs(report, code, run_id, duration,
-                              options.dry_run, plan_file, metrics_file)
+                              options.dry_run, plan_file, metrics_file,
+                              options.settings.az_policy)
 
     mode = 'dry-run' if options.dry_run else 'heal'
     # Each cell worker reads and writes the API database.
@@ -208,9 +213,9 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
         # Newest first: if a run touched a row twice, undo in reverse.
         return [writer.Change(
             instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
-            fields=json.loads(c['fields']), before=c['after_text'],
-            after=c['before_text'], before_digest=c['after_digest'],
-            after_digest=c['before_digest'])
+            fields=json.loads(c['fields']), before=c['before_text'],
+            after=c['after_text'], before_digest=c['before_digest'],
+            after_digest=c['after_digest'], action=c['action']).inverse()
             for c in reversed(store.changes(run_id, instance_uuid,
                                             audit_store.APPLIED))]
 
@@ -231,24 +236,25 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
     anything is recorded if the file is not a usable plan. Returns a
     RunResult.
     """
-    planned_by, planned = plan.read_plan(plan_file)
+    planned_by, az_policy, planned = plan.read_plan(plan_file)
     changes = [writer.Change(
         instance_uuid=p.instance_uuid, spec_id=p.spec_id, fields=p.fields,
-        before=p.before, after=p.after, before_digest=p.before_digest)
-        for p in planned]
+        before=p.before, after=p.after, before_digest=p.before_digest,
+        action=p.action) for p in planned]
     return _replay_run(conf, 'apply', command,
                        {'plan': plan_file, 'plan_run': planned_by},
                        lambda store: changes, dry_run, audit, clock,
-                       rederive=True)
+                       rederive=True, az_policy=az_policy)
 
 
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
-                clock, rederive):
+                clock, rederive, az_policy=field_checks.AZ_REPORT):
     def work(api_engine, store, run_id, changes):
         run_context = _context(conf, api_engine, clock, target_release(conf),
                                conf.service_down_time)
-        replayer = replay.Replayer(run_context, settings(conf), store,
-                                   run_id, dry_run=dry_run, rederive=rederive)
+        replayer = replay.Replayer(
+            run_context, settings(conf, az_policy=az_policy), store, run_id,
+            dry_run=dry_run, rederive=rederive)
         try:
             return replayer.run(changes)
         except _ENDS_AFTER_WORK as exc:
@@ -365,7 +371,9 @@ def _filters(options):
             'max_count': options.max_count, 'force': options.settings.force,
             'workers': options.workers, 'sleep': options.sleep,
             'max_rate': options.max_rate,
-            'fields': list(options.settings.checked_fields)}
+            'fields': list(options.settings.checked_fields),
+            'az_policy': options.settings.az_policy,
+            'create_missing': options.settings.create_missing}
 
 
 def _context(conf, api_engine, clock, release, service_down_time):
@@ -461,12 +469,12 @@ def write_failure_metrics(metrics_file, exit_code, dry_run=False,
 
 
 def _write_outputs(report, code, run_id, duration, dry_run, plan_file,
-                   metrics_file):
+                   metrics_file, az_policy=field_checks.AZ_REPORT):
     """Write the plan and metrics files; return one-line problems."""
     problems = []
     if plan_file:
         try:
-            plan.write_plan(plan_file, run_id, report.planned)
+            plan.write_plan(plan_file, run_id, report.planned, az_policy)
         except OSError as exc:
             problems.append('nova-heal: error: cannot write plan file %s: %s'
                             % (plan_file, exc))

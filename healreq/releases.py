@@ -46,6 +46,8 @@ _SAME_EVERYWHERE = {
     'InstanceNUMACell': (1, 6),
     'InstancePCIRequests': (1, 1),
     'InstancePCIRequest': (1, 4),
+    'InstanceGroup': (1, 11),
+    'SchedulerLimits': (1, 0),
 }
 # Every object healreq writes, and so versions.
 OBJECT_NAMES = ('RequestSpec', 'ImageMetaProps') + tuple(_SAME_EVERYWHERE)

@@ -26,33 +26,42 @@ FORMAT = 'healreq-plan/1'
 
 @dataclasses.dataclass
 class PlannedChange:
-    """One change of a plan: ``before`` becomes ``after`` in a spec row."""
+    """One change of a plan: ``before`` becomes ``after`` in a spec row.
+
+    ``action`` insert creates a missing row (``spec_id`` and ``before``
+    None).
+    """
     instance_uuid: str
     spec_id: int
     fields: list
     before: str
     after: str
     before_digest: str
+    action: str = audit_store.UPDATE
 
 
-def write_plan(path, run_id, planned):
+def write_plan(path, run_id, planned, az_policy):
     """Write ``planned`` (finding, spec row, new text) triples to ``path``.
 
+    ``az_policy`` is the run's --az-policy, which apply derives by again.
     Replaced atomically and owner-only (see healreq.atomic_file), so a
     reviewer never sees half a plan.
     """
     changes = []
     for finding, spec_row, new_spec in planned:
+        before = None if spec_row is None else spec_row['spec']
         changes.append({
             'instance_uuid': finding.instance_uuid,
             'cell_uuid': finding.cell_uuid,
-            'spec_id': spec_row['id'],
+            'action': (audit_store.INSERT if spec_row is None
+                       else audit_store.UPDATE),
+            'spec_id': None if spec_row is None else spec_row['id'],
             'fields': finding.drift,
             'reason': finding.reason,
             'summary': [str(change) for change in finding.changes],
-            'before_digest': audit_store.digest(spec_row['spec']),
+            'before_digest': audit_store.digest(before),
             'after_digest': audit_store.digest(new_spec),
-            'before': spec_row['spec'],
+            'before': before,
             'after': new_spec,
         })
     document = {
@@ -60,15 +69,21 @@ def write_plan(path, run_id, planned):
         'created_at': datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec='seconds'),
         'run_id': run_id,
+        'az_policy': az_policy,
         'changes': changes,
     }
     atomic_file.write(path, json.dumps(document, indent=2) + '\n', 0o600)
     return len(changes)
 
 
-def _spec_id(path, change):
-    """The change's spec_id: a JSON integer, never 1.7, "1" or true."""
+def _spec_id(path, change, action):
+    """The change's spec_id: a JSON integer, never 1.7, "1" or true.
+
+    An insert has none (null).
+    """
     spec_id = change['spec_id']
+    if action == audit_store.INSERT and spec_id is None:
+        return None
     if type(spec_id) is not int:
         raise exception.PlanError(
             'plan %s is malformed: spec_id %s of %s is not an integer'
@@ -76,7 +91,20 @@ def _spec_id(path, change):
     return spec_id
 
 
-def _text(path, change, key):
+def _action(path, change):
+    action = change.get('action', audit_store.UPDATE)
+    if action not in (audit_store.UPDATE, audit_store.INSERT):
+        raise exception.PlanError('plan %s is malformed: action %s of %s '
+                                  'is neither update nor insert' % (
+                                      path, json.dumps(action),
+                                      change['instance_uuid']))
+    return action
+
+
+def _text(path, change, key, action=None):
+    if key == 'before' and action == audit_store.INSERT and (
+            change[key] is None):
+        return None
     if not isinstance(change[key], str):
         raise exception.PlanError('plan %s is malformed: %s %s is not a '
                                   'string' % (path, key,
@@ -95,7 +123,7 @@ def _names(path, change):
 
 
 def read_plan(path):
-    """Read a plan; return ``(run_id, [PlannedChange])``.
+    """Read a plan; return ``(run_id, az_policy, [PlannedChange])``.
 
     Raises PlanError if the file is not a plan or was edited.
     """
@@ -109,7 +137,9 @@ def read_plan(path):
     changes = []
     try:
         for change in document['changes']:
-            before, after = change['before'], change['after']
+            action = _action(path, change)
+            before = _text(path, change, 'before', action)
+            after = _text(path, change, 'after')
             if (audit_store.digest(before) != change['before_digest']
                     or audit_store.digest(after) != change['after_digest']):
                 raise exception.PlanError(
@@ -117,9 +147,13 @@ def read_plan(path):
                     % (path, change['instance_uuid']))
             changes.append(PlannedChange(
                 instance_uuid=_text(path, change, 'instance_uuid'),
-                spec_id=_spec_id(path, change),
+                spec_id=_spec_id(path, change, action),
                 fields=_names(path, change), before=before, after=after,
-                before_digest=change['before_digest']))
+                before_digest=change['before_digest'], action=action))
     except (KeyError, TypeError, AttributeError) as exc:
         raise exception.PlanError('plan %s is malformed: %s' % (path, exc))
-    return document.get('run_id'), changes
+    az_policy = document.get('az_policy', 'report')
+    if az_policy not in ('report', 'repin', 'unpin'):
+        raise exception.PlanError('plan %s is malformed: az_policy %s'
+                                  % (path, json.dumps(az_policy)))
+    return document.get('run_id'), az_policy, changes

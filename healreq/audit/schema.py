@@ -68,12 +68,17 @@ changes = sa.Table(
               nullable=False),
     sa.Column('instance_uuid', sa.String(36), nullable=False),
     sa.Column('cell_uuid', sa.String(36)),
-    sa.Column('spec_id', sa.Integer, nullable=False),
+    # NULL for a change that inserts the row, until it is written.
+    sa.Column('spec_id', sa.Integer),
     sa.Column('fields', sa.Text, nullable=False),
-    sa.Column('before_text', _LongText, nullable=False),
-    sa.Column('after_text', _LongText, nullable=False),
-    sa.Column('before_digest', sa.String(64), nullable=False),
-    sa.Column('after_digest', sa.String(64), nullable=False),
+    # NULL where there is no row: before an insert, after a delete.
+    sa.Column('before_text', _LongText),
+    sa.Column('after_text', _LongText),
+    sa.Column('before_digest', sa.String(64)),
+    sa.Column('after_digest', sa.String(64)),
+    # update, insert or delete (healreq.heal.writer).
+    sa.Column('action', sa.String(16), nullable=False,
+              server_default='update'),
     # pending -> applied | refused; 'unknown' when recovery found the row
     # holding neither value.
     sa.Column('state', sa.String(16), nullable=False),

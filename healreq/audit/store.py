@@ -49,13 +49,23 @@ REFUSED = 'refused'
 PENDING = 'pending'
 UNKNOWN = 'unknown'
 
+# What a change does to its spec row (see healreq.heal.writer).
+UPDATE = 'update'
+INSERT = 'insert'
+DELETE = 'delete'
+
 # A run recorded before leases existed that never ended counts as dead
 # once it started this long ago (a heal of 100k instances takes minutes).
 LEGACY_RUN_GRACE_NS = 24 * 3600 * 10 ** 9
 
 
 def digest(text):
-    """SHA-256 of a spec text, as recorded in the audit and in plans."""
+    """SHA-256 of a spec text, as recorded in the audit and in plans.
+
+    None for no text (the before of an insert, the after of a delete).
+    """
+    if text is None:
+        return None
     if not isinstance(text, bytes):
         text = text.encode('utf-8')
     return hashlib.sha256(text).hexdigest()
@@ -209,29 +219,38 @@ class AuditStore(object):
 
     @_store_errors
     def intent(self, run_id, instance_uuid, cell_uuid, spec_id, fields,
-               before, after):
-        """Record a change about to be written; return its id."""
+               before, after, action=UPDATE):
+        """Record a change about to be written; return its id.
+
+        ``action`` is update, insert (``before`` and ``spec_id`` None) or
+        delete (``after`` None).
+        """
         with self.engine.begin() as conn:
             result = conn.execute(schema.changes.insert().values(
                 run_id=run_id, instance_uuid=instance_uuid,
                 cell_uuid=cell_uuid, spec_id=spec_id,
                 fields=json.dumps(list(fields)), before_text=before,
                 after_text=after, before_digest=digest(before),
-                after_digest=digest(after), state=PENDING,
+                after_digest=digest(after), state=PENDING, action=action,
                 created_at=clock.utcnow()))
             return result.inserted_primary_key[0]
 
     @_store_errors
-    def resolve(self, change_id, state, detail=None):
+    def resolve(self, change_id, state, detail=None, spec_id=None):
         """Settle a pending intent; False if it was already settled.
 
         An intent is settled once: a settled one is never overwritten.
+        ``spec_id`` records the row an insert created.
         """
         t = schema.changes
+        values = dict(state=state, detail=detail,
+                      resolved_at=clock.utcnow())
+        if spec_id is not None:
+            values['spec_id'] = spec_id
         with self.engine.begin() as conn:
             result = conn.execute(t.update().where(
                 t.c.id == change_id).where(t.c.state == PENDING).values(
-                state=state, detail=detail, resolved_at=clock.utcnow()))
+                **values))
             return result.rowcount == 1
 
     @_store_errors
@@ -274,14 +293,26 @@ class AuditStore(object):
             return []
         with exception.reraised_as(exception.ApiDatabaseError):
             with api_engine.connect() as conn:
-                current = api_queries.get_spec_texts(
-                    conn, [c['spec_id'] for c in pending])
+                by_id = api_queries.get_spec_texts(
+                    conn, [c['spec_id'] for c in pending
+                           if c['action'] == UPDATE])
+                by_instance = api_queries.get_request_specs(
+                    conn, [c['instance_uuid'] for c in pending
+                           if c['action'] != UPDATE])
         settled = []
         for change in pending:
+            row = by_instance.get(change['instance_uuid'])
+            if change['action'] == UPDATE:
+                text, spec_id = by_id.get(change['spec_id']), None
+            else:
+                text, spec_id = (None, None) if row is None else (
+                    row['spec'], row['id'])
             change['state'], change['detail'] = _recovered_state(
-                change, current.get(change['spec_id']))
+                change, text)
             # Settled meanwhile (the run ended after all): leave it.
-            if self.resolve(change['id'], change['state'], change['detail']):
+            if self.resolve(change['id'], change['state'], change['detail'],
+                            spec_id=spec_id if change['action'] == INSERT
+                            else None):
                 settled.append(change)
         return settled
 
@@ -312,9 +343,15 @@ class AuditStore(object):
 
 
 def _recovered_state(change, text):
-    """The state and detail of a dead run's intent, from the row's text."""
+    """The state and detail of a dead run's intent, from the row's text.
+
+    ``text`` is None where there is no row: what an insert's before and
+    a delete's after are.
+    """
     if text == change['after_text']:
-        return APPLIED, 'recovered: the row holds the new value'
+        return APPLIED, ('recovered: the row holds the new value'
+                         if text is not None else
+                         'recovered: the row is gone')
     if text == change['before_text']:
         return REFUSED, 'recovered: interrupted before the write'
     return UNKNOWN, ('recovered: the row holds neither value; it '

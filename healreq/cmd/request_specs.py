@@ -85,6 +85,21 @@ def _add_selection_options(parser):
                              'and heal (default: all): %s. The JSON report '
                              'names drifted fields exactly so.'
                              % ', '.join(field_checks.FIELD_NAMES))
+    parser.add_argument('--az-policy', choices=field_checks.AZ_POLICIES,
+                        default=field_checks.AZ_REPORT,
+                        help='What to do with a pinned availability zone '
+                             '(the spec\'s availability_zone) that differs '
+                             'from the zone the instance is in: report it '
+                             '(default; it counts as drift, nothing is '
+                             'rewritten), repin it to the instance\'s '
+                             'zone, or unpin it (null).')
+    parser.add_argument('--create-missing', action='store_true',
+                        help='Recreate the request spec of an instance '
+                             'that has none, from its instance record, as '
+                             'Nova builds one from components (the pinned '
+                             'zone: the instance\'s, or none with '
+                             '--az-policy unpin). Without it, a missing '
+                             'spec is an error (spec-missing).')
     parser.add_argument('--target-release', metavar='RELEASE',
                         help='Apply the rules and object versions of this '
                              'Nova release (series, codename or Nova '
@@ -167,7 +182,9 @@ def _options(conf):
         max_rate=command.max_rate,
         target_release=api.target_release(conf, command.target_release),
         service_down_time=conf.service_down_time,
-        settings=api.settings(conf, command.force, checked))
+        settings=api.settings(conf, command.force, checked,
+                              az_policy=command.az_policy,
+                              create_missing=command.create_missing))
 
 
 def run(conf, argv):

@@ -16,6 +16,12 @@
 from oslo_config import cfg
 
 default_opts = [
+    cfg.StrOpt('default_availability_zone',
+               default='nova',
+               help='As in nova.conf: the availability zone of compute '
+                    'hosts in no aggregate that names one. healreq uses it '
+                    'to tell the zone of an instance\'s host and whether a '
+                    'pinned zone still exists.'),
     cfg.IntOpt('service_down_time',
                default=60,
                min=1,

@@ -55,6 +55,90 @@ _SPECS = sa.select(
         sa.bindparam('uuids', expanding=True)))
 
 
+_MEMBERSHIPS = sa.select(
+    tables.instance_group_member.c.id.label('member_id'),
+    tables.instance_group_member.c.instance_uuid,
+    tables.instance_groups.c.id, tables.instance_groups.c.uuid,
+    tables.instance_groups.c.name, tables.instance_groups.c.user_id,
+    tables.instance_groups.c.project_id, tables.instance_groups.c.created_at,
+    tables.instance_groups.c.updated_at).select_from(
+    tables.instance_group_member.join(
+        tables.instance_groups, tables.instance_groups.c.id
+        == tables.instance_group_member.c.group_id)).where(
+    tables.instance_group_member.c.instance_uuid.in_(
+        sa.bindparam('uuids', expanding=True))).order_by(
+    tables.instance_group_member.c.id)
+_POLICIES = sa.select(
+    tables.instance_group_policy.c.group_id,
+    tables.instance_group_policy.c.policy,
+    tables.instance_group_policy.c.rules).where(
+    tables.instance_group_policy.c.group_id.in_(
+        sa.bindparam('ids', expanding=True))).order_by(
+    tables.instance_group_policy.c.id)
+_ZONE_KEY = 'availability_zone'
+_HOST_ZONES = sa.select(
+    tables.aggregate_hosts.c.host,
+    tables.aggregate_metadata.c.value).select_from(
+    tables.aggregate_hosts.join(
+        tables.aggregate_metadata, sa.and_(
+            tables.aggregate_metadata.c.aggregate_id
+            == tables.aggregate_hosts.c.aggregate_id,
+            tables.aggregate_metadata.c.key == _ZONE_KEY))).where(
+    tables.aggregate_hosts.c.host.in_(
+        sa.bindparam('hosts', expanding=True))).order_by(
+    tables.aggregate_hosts.c.aggregate_id)
+
+
+def get_group_memberships(conn, instance_uuids):
+    """The server groups of instances: ``{instance uuid: [group, ...]}``.
+
+    Each group is a dict of its instance_groups columns plus ``policy``
+    and ``rules`` (its first policy row, None without one), in the order
+    of the membership rows (Nova reads the first).
+    """
+    found = {}
+    for row in rows.dicts(conn.execute(
+            _MEMBERSHIPS, {'uuids': list(instance_uuids)})):
+        found.setdefault(row.pop('instance_uuid'), []).append(row)
+    ids = {group['id'] for groups in found.values() for group in groups}
+    policies = {}
+    if ids:
+        for group_id, policy, rules in conn.execute(
+                _POLICIES, {'ids': sorted(ids)}).fetchall():
+            policies.setdefault(group_id, (policy, rules))
+    for groups in found.values():
+        for group in groups:
+            group['policy'], group['rules'] = policies.get(
+                group['id'], (None, None))
+    return found
+
+
+def get_existing_groups(conn, group_uuids):
+    """Those of ``group_uuids`` that instance_groups holds."""
+    t = tables.instance_groups
+    return {row.uuid for row in conn.execute(sa.select(t.c.uuid).where(
+        t.c.uuid.in_(sorted(group_uuids))))}
+
+
+def get_host_zones(conn, hosts):
+    """The zones of the hosts' aggregates: ``{host: [zone, ...]}``.
+
+    In aggregate id order; Nova takes the first.
+    """
+    found = {}
+    for host, zone in conn.execute(
+            _HOST_ZONES, {'hosts': sorted(set(hosts))}).fetchall():
+        found.setdefault(host, []).append(zone)
+    return found
+
+
+def get_zone_names(conn):
+    """Every availability zone some aggregate carries."""
+    t = tables.aggregate_metadata
+    return {row.value for row in conn.execute(
+        sa.select(t.c.value).where(t.c.key == _ZONE_KEY).distinct())}
+
+
 def get_instance_mappings(conn, instance_uuids):
     """Instance mappings by instance uuid."""
     return rows.keyed(conn.execute(_MAPPINGS,
@@ -138,16 +222,47 @@ def get_spec_texts(conn, spec_ids):
         sa.select(t.c.id, t.c.spec).where(t.c.id.in_(list(spec_ids))))}
 
 
-def try_spec_update(conn):
-    """Run an UPDATE of request_specs that matches no row.
+def insert_request_spec(conn, instance_uuid, spec, now):
+    """Create the spec row of an instance that has none; return its id.
 
-    Raises the database's error if the account may not update the table
-    (MySQL checks the privilege before it looks for rows; a read-only
+    If the instance has a row by now, the unique key on instance_uuid
+    refuses a second one: oslo.db raises DBDuplicateEntry.
+    """
+    t = tables.request_specs
+    result = conn.execute(t.insert().values(
+        instance_uuid=instance_uuid, spec=spec, created_at=now))
+    return result.inserted_primary_key[0]
+
+
+def delete_request_spec(conn, spec_id, instance_uuid, expected):
+    """Delete row ``spec_id`` only if it still holds ``expected``.
+
+    Returns True if it was deleted, False if it changed (or is gone).
+    """
+    t = tables.request_specs
+    statement = t.delete().where(
+        t.c.id == spec_id, t.c.instance_uuid == instance_uuid,
+        _exactly_equals(t.c.spec, expected))
+    return conn.execute(statement).rowcount == 1
+
+
+def try_spec_write(conn, action):
+    """Run a write of request_specs (``action``) that touches no row.
+
+    Raises the database's error if the account may not write the table
+    so (MySQL checks the privilege before it looks for rows; a read-only
     SQLite database refuses any write). The caller rolls back.
     """
     t = tables.request_specs
-    conn.execute(t.update().where(sa.false()).values(
-        updated_at=t.c.updated_at))
+    if action == 'insert':
+        conn.execute(t.insert().from_select(
+            ['instance_uuid', 'spec'],
+            sa.select(t.c.instance_uuid, t.c.spec).where(sa.false())))
+    elif action == 'delete':
+        conn.execute(t.delete().where(sa.false()))
+    else:
+        conn.execute(t.update().where(sa.false()).values(
+            updated_at=t.c.updated_at))
 
 
 def get_newest_specs(conn, limit):

@@ -36,7 +36,8 @@ TERMINAL_MIGRATION_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
 _INSTANCE_COLUMNS = ('id', 'uuid', 'deleted', 'hidden', 'vm_state',
                      'task_state', 'host', 'updated_at', 'instance_type_id',
                      'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb',
-                     'project_id', 'user_id', 'image_ref')
+                     'project_id', 'user_id', 'image_ref',
+                     'availability_zone')
 
 
 def _uuids():

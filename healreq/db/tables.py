@@ -92,6 +92,76 @@ request_specs = sa.Table(
     **_MYSQL_TABLE_ARGS)
 
 
+# Server groups: Nova trusts their membership over the spec on load.
+instance_groups = sa.Table(
+    'instance_groups', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('user_id', sa.String(255)),
+    sa.Column('project_id', sa.String(255)),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('name', sa.String(255)),
+    sa.UniqueConstraint('uuid', name='uniq_instance_groups0uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+instance_group_member = sa.Table(
+    'instance_group_member', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('instance_uuid', sa.String(255)),
+    sa.Column('group_id', sa.Integer, sa.ForeignKey('instance_groups.id'),
+              nullable=False),
+    sa.Index('instance_group_member_instance_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+instance_group_policy = sa.Table(
+    'instance_group_policy', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('policy', sa.String(255)),
+    sa.Column('group_id', sa.Integer, sa.ForeignKey('instance_groups.id'),
+              nullable=False),
+    sa.Column('rules', sa.Text),
+    sa.Index('instance_group_policy_policy_idx', 'policy'),
+    **_MYSQL_TABLE_ARGS)
+
+# Host aggregates: a host's availability zone is the availability_zone
+# metadata of an aggregate it is in.
+aggregates = sa.Table(
+    'aggregates', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36)),
+    sa.Column('name', sa.String(255)),
+    sa.UniqueConstraint('name', name='uniq_aggregate0name'),
+    sa.Index('aggregate_uuid_idx', 'uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+aggregate_hosts = sa.Table(
+    'aggregate_hosts', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('host', sa.String(255)),
+    sa.Column('aggregate_id', sa.Integer, sa.ForeignKey('aggregates.id'),
+              nullable=False),
+    sa.UniqueConstraint('host', 'aggregate_id',
+                        name='uniq_aggregate_hosts0host0aggregate_id'),
+    **_MYSQL_TABLE_ARGS)
+
+aggregate_metadata = sa.Table(
+    'aggregate_metadata', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('aggregate_id', sa.Integer, sa.ForeignKey('aggregates.id'),
+              nullable=False),
+    sa.Column('key', sa.String(255), nullable=False),
+    sa.Column('value', sa.String(255), nullable=False),
+    sa.UniqueConstraint('aggregate_id', 'key',
+                        name='uniq_aggregate_metadata0aggregate_id0key'),
+    sa.Index('aggregate_metadata_key_idx', 'key'),
+    **_MYSQL_TABLE_ARGS)
+
+
 # -- Cell databases --------------------------------------------------------
 
 instances = sa.Table(

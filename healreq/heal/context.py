@@ -71,18 +71,19 @@ class RunContext(object):
             self._connect, service_down_time=self.service_down_time)
         return self.detection
 
-    def check_writable(self, writer):
-        """Raise unless this run may write: release, then privilege.
+    def check_writable(self, writer, actions=('update',)):
+        """Raise unless this run may write: release, then privileges.
 
         The detected release must be one healreq writes for (InvalidInput)
-        and the account must be allowed to update request_specs
-        (ApiDatabaseError). Nothing has been recorded yet when it raises.
+        and the account must be allowed to write request_specs so
+        (``actions``: update, insert, delete; ApiDatabaseError). Nothing
+        has been recorded yet when it raises.
         """
         if writer.dry_run:
             return
         if self.detection is not None:
             self.detection.check_writable()
-        writer.check_writable()
+        writer.check_writable(actions)
 
     def cell_engine(self, cell):
         """The engine of ``cell``'s database; CellDatabaseError if unusable."""

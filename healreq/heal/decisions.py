@@ -22,9 +22,11 @@ import datetime
 
 from healreq.db import tables
 from healreq.heal import field_checks
+from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import Status
+from healreq.heal import recreate
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import primitive
 from healreq.objects import request_spec
@@ -57,6 +59,13 @@ class InstanceRecord:
     block_devices: list = dataclasses.field(default_factory=list)
     spec: request_spec.RequestSpecDocument = None
     spec_error: str = None
+    # The server groups of the instance (membership rows, first is
+    # Nova's) and which group uuids named by the batch's specs exist.
+    groups: list = dataclasses.field(default_factory=list)
+    known_groups: frozenset = frozenset()
+    # The zones of its host's aggregates, and every zone of any aggregate.
+    host_zones: list = dataclasses.field(default_factory=list)
+    zones: frozenset = frozenset()
 
 
 @dataclasses.dataclass
@@ -64,6 +73,10 @@ class Settings:
     skip_updated_within: int = 0
     force: bool = False
     checked_fields: tuple = field_checks.FIELD_NAMES
+    # --az-policy, --create-missing, [DEFAULT]/default_availability_zone.
+    az_policy: str = field_checks.AZ_REPORT
+    create_missing: bool = False
+    default_zone: str = 'nova'
 
 
 @dataclasses.dataclass
@@ -116,17 +129,21 @@ def evaluate(record, cell, now, settings, profile=None):
     uuid = record.instance['uuid']
     finding = Finding(instance_uuid=uuid, cell_uuid=cell['uuid'],
                       status=Status.CONSISTENT)
+    profile = profile or versions.VersionProfile()
     try:
         _check_skips(record, cell, now, settings, finding)
         current = _current_flavor(record)
         _note_leftovers(current, record, finding)
+        if record.spec_row is None and settings.create_missing:
+            return _recreated(record, current, settings, profile, finding)
         spec = _parse_spec(record)
         _check_spec_owner(spec, uuid)
-        profile = profile or versions.VersionProfile()
         inputs = _inputs(record, current, settings, profile.release)
+        finding.notes.extend(_spec_notes(spec, inputs, settings))
         changes, replacements, version = field_checks.compare(
             settings.checked_fields, spec, inputs, profile)
-        if changes:
+        new_spec = None
+        if replacements:
             new_spec = spec.with_fields(replacements, version)
             if not profile.named:
                 _check_no_downgrade(spec.document, new_spec)
@@ -148,12 +165,36 @@ def evaluate(record, cell, now, settings, profile=None):
     return Evaluation(finding, new_spec)
 
 
-def _inputs(record, current, settings, release):
+def _recreated(record, current, settings, profile, finding):
+    """The Evaluation of an instance whose spec is missing: recreate it."""
+    inputs = _inputs(record, current, settings, profile.release,
+                     field_checks.FIELD_NAMES)
+    text = primitive.dump_json(recreate.document(inputs, profile))
+    finding.status = Status.DRIFTED
+    finding.reason = 'spec-missing'
+    finding.detail = ('no request_specs row: built from the instance '
+                      'record as Nova builds one from components')
+    finding.changes = [FieldChange('spec', 'missing',
+                                   recreate.describe(inputs))]
+    return Evaluation(finding, text)
+
+
+def _spec_notes(spec, inputs, settings):
+    """What is worth knowing about zones and groups, drift or not."""
+    notes = []
+    if 'availability_zone' in settings.checked_fields:
+        notes.extend(field_checks.zone_notes(spec, inputs))
+    if 'instance_group' in settings.checked_fields:
+        notes.extend(field_checks.group_notes(spec, inputs))
+    return notes
+
+
+def _inputs(record, current, settings, release, checked_fields=None):
     """Collect what the checked fields are derived from."""
     extra = record.extras[0]
     system_metadata = system_metadata_values(record.system_metadata)
     instance = record.instance
-    checked = set(settings.checked_fields)
+    checked = set(checked_fields or settings.checked_fields)
     if checked & field_checks.NEEDS_SYSTEM_METADATA:
         base = system_metadata.get('image_base_image_ref')
         if base and instance['image_ref'] and base != instance['image_ref']:
@@ -166,7 +207,10 @@ def _inputs(record, current, settings, release):
         instance=instance, flavors=current,
         system_metadata=system_metadata,
         root_bdm=roots[0] if roots else None,
-        extra_pci_requests=extra.get('pci_requests'), release=release)
+        extra_pci_requests=extra.get('pci_requests'), release=release,
+        groups=tuple(record.groups), known_groups=record.known_groups,
+        host_zones=tuple(record.host_zones), zones=record.zones,
+        default_zone=settings.default_zone, az_policy=settings.az_policy)
 
 
 def system_metadata_values(rows):
@@ -304,7 +348,8 @@ def _note_leftovers(current, record, finding):
 def _parse_spec(record):
     if record.spec_row is None:
         raise _Decided(Status.ERROR, 'spec-missing',
-                       'no request_specs row for this instance')
+                       'no request_specs row for this instance; '
+                       'request-specs --create-missing recreates it')
     spec, error = record.spec, record.spec_error
     if spec is None and error is None:
         spec, error = _parsed(record.spec_row)
@@ -349,6 +394,23 @@ def _likely_cause(spec, current, record, changes):
         return ('legacy-spec',
                 'the spec was saved by an old Nova and lacks %s'
                 % ', '.join(change.field for change in changes))
+    flavor_cause = _flavor_cause(spec, current, record)
+    if flavor_cause is not None:
+        return flavor_cause
+    fields = {change.field for change in changes}
+    if 'instance_group' in fields:
+        return ('group-lost', 'the spec does not name the server group of '
+                'which the instance is a member (moves then fail, and a '
+                'forced evacuation ignores the group\'s policy)')
+    if fields == {'availability_zone'}:
+        return ('az-pin-differs', 'the pinned zone is not the zone the '
+                'instance is in (a forced live migration or evacuation '
+                'moved it); every move is filtered back to the pin')
+    return 'spec-drift', 'the spec disagrees with the instance record'
+
+
+def _flavor_cause(spec, current, record):
+    """The resize that left the spec's flavor behind, or None."""
     spec_flavor = spec.flavor_key()
     if spec_flavor['id'] != current.key('cur')['id']:
         new = current.key('new')
@@ -366,4 +428,4 @@ def _likely_cause(spec, current, record, changes):
             return ('old-flavor-leftover',
                     "spec flavor %s equals instance_extra.flavor['old']"
                     % flavor_obj.label(spec_flavor))
-    return 'spec-drift', 'the spec disagrees with the instance record'
+    return None

@@ -25,9 +25,11 @@ import dataclasses
 import functools
 
 from healreq.heal.findings import FieldChange
+from healreq.heal.findings import Note
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import image_primitive
+from healreq.objects import instance_group as group_obj
 from healreq.objects import numa as numa_obj
 from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
@@ -37,11 +39,19 @@ from healreq.objects import versions
 from healreq import releases
 
 FIELD_NAMES = ('flavor', 'image', 'numa_topology', 'pci_requests', 'is_bfv',
-               'project_id', 'user_id')
+               'project_id', 'user_id', 'availability_zone', 'instance_group')
 
 # Which instance records each field is derived from (what to read).
 NEEDS_SYSTEM_METADATA = frozenset(['image', 'numa_topology'])
 NEEDS_BLOCK_DEVICES = frozenset(['is_bfv'])
+NEEDS_GROUPS = frozenset(['instance_group'])
+NEEDS_ZONES = frozenset(['availability_zone'])
+
+# What --az-policy does with a pin that no longer matches the instance.
+AZ_REPORT = 'report'
+AZ_REPIN = 'repin'
+AZ_UNPIN = 'unpin'
+AZ_POLICIES = (AZ_REPORT, AZ_REPIN, AZ_UNPIN)
 
 # System metadata keys of image properties (utils.SM_IMAGE_PROP_PREFIX).
 _IMAGE_PREFIX = 'image_'
@@ -91,6 +101,16 @@ class Inputs:
     root_bdm: dict = None
     extra_pci_requests: str = None
     release: releases.Release = releases.LATEST
+    # The server groups the instance is a member of (first is Nova's).
+    groups: tuple = ()
+    # Which group uuids the API database holds, of those specs name.
+    known_groups: frozenset = frozenset()
+    # The availability zones of its host's aggregates; every zone some
+    # aggregate carries; the zone of hosts in none.
+    host_zones: tuple = ()
+    zones: frozenset = frozenset()
+    default_zone: str = 'nova'
+    az_policy: str = AZ_REPORT
 
     def __post_init__(self):
         self._cache = {}
@@ -234,7 +254,7 @@ def check_flavor(spec, inputs, profile):
         before += ' [%s differ]' % ', '.join(differing)
     healed = flavor_obj.for_request_spec(
         inputs.flavors.primitives['cur'], spec_primitive[primitive.VERSION])
-    return FieldChange('flavor', before, after), healed
+    return FieldChange('flavor', before, after), {'flavor': healed}
 
 
 def check_image(spec, inputs, profile):
@@ -257,7 +277,7 @@ def check_image(spec, inputs, profile):
         wanted = derived
     if stored is not None and not image_obj.differing_fields(stored, wanted):
         return None
-    healed, written = _image_primitive(wanted, stored_primitive, profile)
+    healed, written = image_to_store(wanted, stored_primitive, profile)
     # Compare with what would be stored, read back: a property the
     # writable version cannot hold must not drift forever.
     if stored is not None:
@@ -271,7 +291,7 @@ def check_image(spec, inputs, profile):
                                                       differing)
     else:
         before, after = 'none', 'id %s' % derived.get('id', '(volume)')
-    return FieldChange('image', before, after), healed
+    return FieldChange('image', before, after), {'image': healed}
 
 
 def _refuse_lost_properties(stored, system_metadata, written):
@@ -297,7 +317,7 @@ def _refuse_lost_properties(stored, system_metadata, written):
             % ', '.join(lost))
 
 
-def _image_primitive(image, stored_primitive, profile):
+def image_to_store(image, stored_primitive, profile):
     """``image`` at the first versions that hold all of it.
 
     Preference: the stored versions, then those this deployment writes;
@@ -352,20 +372,21 @@ def check_numa_topology(spec, inputs, profile):
     if derived is None:
         if stored is None and 'numa_topology' in spec.data:
             return None
-        return FieldChange('numa_topology', before, 'none'), None
+        return (FieldChange('numa_topology', before, 'none'),
+                {'numa_topology': None})
     if stored == derived:
         return None
-    healed = _numa_primitive(derived, stored_primitive, profile)
+    healed = numa_to_store(derived, stored_primitive, profile)
     # Compare with what would be stored, read back: a legacy version may
     # not express the derived value exactly, and must not drift forever.
     if stored == numa_primitive.from_primitive(
             healed, 'healed numa_topology', profile.release):
         return None
     return (FieldChange('numa_topology', before,
-                        numa_obj.describe(derived)), healed)
+                        numa_obj.describe(derived)), {'numa_topology': healed})
 
 
-def _numa_primitive(derived, stored, profile):
+def numa_to_store(derived, stored, profile):
     """The derived topology at the first versions that can carry it.
 
     Preference: the versions of the stored topology, then those this
@@ -417,7 +438,7 @@ def check_pci_requests(spec, inputs, profile):
         requests, inputs.instance['uuid'] if keeps_uuid else None,
         requests_version, request_version)
     return (FieldChange('pci_requests', pci_obj.describe(stored),
-                        pci_obj.describe(derived)), healed)
+                        pci_obj.describe(derived)), {'pci_requests': healed})
 
 
 def check_is_bfv(spec, inputs, profile):
@@ -426,7 +447,7 @@ def check_is_bfv(spec, inputs, profile):
         return None
     before = ('missing' if 'is_bfv' not in spec.data
               else str(spec.data['is_bfv']))
-    return FieldChange('is_bfv', before, str(expected)), expected
+    return FieldChange('is_bfv', before, str(expected)), {'is_bfv': expected}
 
 
 def _check_owner(field):
@@ -444,8 +465,167 @@ def _check_owner(field):
         if expected is None:
             return None
         before = 'missing' if field not in spec.data else 'None'
-        return FieldChange(field, before, expected), expected
+        return FieldChange(field, before, expected), {field: expected}
     return check
+
+
+def check_availability_zone(spec, inputs, profile):
+    """The pinned zone against the zone the instance is in.
+
+    A pin (non-null) that differs from ``instances.availability_zone``
+    is drift, unless the instance is shelved-offloaded (no zone) or its
+    zone is unknown. It is rewritten only as --az-policy says: the pin
+    is what the user asked for.
+    """
+    if 'availability_zone' not in spec.data:
+        # Nova cannot read such a spec; it had no pin it could load.
+        return (FieldChange('availability_zone', 'missing', 'None'),
+                {'availability_zone': None})
+    pinned = pinned_zone(spec)
+    current = inputs.instance['availability_zone']
+    if (pinned is None or current is None or pinned == current
+            or inputs.instance['vm_state'] == 'shelved_offloaded'):
+        return None
+    if inputs.az_policy == AZ_REPORT:
+        return (FieldChange('availability_zone', pinned,
+                            '%s (not rewritten: --az-policy report)'
+                            % current), {})
+    target = current if inputs.az_policy == AZ_REPIN else None
+    return (FieldChange('availability_zone', pinned, str(target)),
+            {'availability_zone': target})
+
+
+def pinned_zone(spec):
+    """The spec's availability_zone as Nova's StringField reads it.
+
+    Numbers become their text; anything else but a string or null is a
+    spec Nova cannot load (PrimitiveError).
+    """
+    value = spec.data.get('availability_zone')
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise primitive.PrimitiveError('spec availability_zone is %s'
+                                   % primitive.short(value))
+
+
+def zone_notes(spec, inputs):
+    """Notes on zones: a pin no aggregate carries, a host's other zone."""
+    notes = []
+    try:
+        pinned = pinned_zone(spec)
+    except primitive.PrimitiveError:
+        pinned = None
+    if (pinned is not None and pinned not in inputs.zones
+            and pinned != inputs.default_zone):
+        notes.append(Note('az-pin-gone', (
+            'the pinned zone %s is carried by no aggregate: Nova from '
+            '2023.1 on schedules the instance anywhere, and Zed\'s '
+            'AvailabilityZoneFilter, if enabled, nowhere' % pinned)))
+    instance = inputs.instance
+    if instance['host'] is not None and instance['availability_zone']:
+        zone = (inputs.host_zones[0] if inputs.host_zones
+                else inputs.default_zone)
+        if zone != instance['availability_zone']:
+            notes.append(Note('host-az-differs', (
+                'host %s is in zone %s by its aggregates, but '
+                'instances.availability_zone is %s'
+                % (instance['host'], zone, instance['availability_zone']))))
+    return notes
+
+
+def check_instance_group(spec, inputs, profile):
+    """The group the spec names against the instance's membership.
+
+    Nova reads the group again by the uuid the spec names (or its group
+    hint), and the compute's policy checks read the hint: a member whose
+    spec names no group, or lacks the hint, is drift; a spec naming a
+    group the instance is not a member of is an error, never rewritten.
+    """
+    try:
+        named = group_obj.named(spec.data)
+    except primitive.PrimitiveError as exc:
+        raise DerivationError('spec-unparsable', str(exc))
+    member = inputs.groups[0] if inputs.groups else None
+    if member is None:
+        return _not_a_member(spec, named, inputs)
+    if named.uuid is not None and named.uuid != member['uuid']:
+        gone = named.uuid not in inputs.known_groups
+        raise DerivationError(
+            'spec-group-gone' if gone else 'spec-group-not-member', (
+                'the spec names group %s, %s, but the instance is a member '
+                'of %s; left alone' % (
+                    named.uuid, 'which no longer exists' if gone
+                    else 'of which it is not a member',
+                    _group_label(member))))
+    healed = {'scheduler_hints': group_obj.with_hint(
+        spec.data.get('scheduler_hints'), member['uuid'])}
+    if named.uuid is None:
+        healed['instance_group'] = group_to_store(member, profile)
+        before = ('none' if not named.has_group
+                  else 'a group without uuid or hint')
+    elif named.hint != member['uuid']:
+        before = 'group %s without its scheduler hint' % named.uuid
+    else:
+        return None
+    return (FieldChange('instance_group', before, _group_label(member)),
+            healed)
+
+
+def _not_a_member(spec, named, inputs):
+    """A spec of an instance in no group: only a nameless group drifts."""
+    if named.has_group and named.uuid is None:
+        # Nova cannot load it (bug 1830747); the instance has no group.
+        return (FieldChange('instance_group', 'a group without uuid or '
+                            'hint', 'none'), {'instance_group': None})
+    group = named.uuid if named.has_group else named.hint
+    if group is not None and group in inputs.known_groups:
+        raise DerivationError('spec-group-not-member', (
+            'the spec names group %s, but the instance is a member of no '
+            'group; left alone' % group))
+    return None
+
+
+def named_groups(spec):
+    """The group uuids a spec names (its group's, its hint's)."""
+    try:
+        named = group_obj.named(spec.data)
+    except primitive.PrimitiveError:
+        return set()
+    return {uuid for uuid in (named.uuid, named.hint) if uuid}
+
+
+def group_notes(spec, inputs):
+    """A note for a spec naming a deleted group (Nova drops it on load).
+
+    Only for an instance in no group; for a member it is an error.
+    """
+    if inputs.groups:
+        return []
+    try:
+        named = group_obj.named(spec.data)
+    except primitive.PrimitiveError:
+        return []
+    group = named.uuid if named.has_group else named.hint
+    if group is None or group in inputs.known_groups:
+        return []
+    return [Note('spec-group-gone', 'the spec names group %s, which no '
+                 'longer exists; Nova drops it when it loads the spec'
+                 % group)]
+
+
+def group_to_store(group, profile):
+    try:
+        return group_obj.to_primitive(group,
+                                      profile.version('InstanceGroup'))
+    except group_obj.GroupError as exc:
+        raise DerivationError('group-unloadable', str(exc))
+
+
+def _group_label(group):
+    return '%s group %s (%s)' % (group['policy'] or 'policy-less',
+                                 group['name'], group['uuid'])
 
 
 _CHECKS = {
@@ -456,6 +636,8 @@ _CHECKS = {
     'is_bfv': check_is_bfv,
     'project_id': _check_owner('project_id'),
     'user_id': _check_owner('user_id'),
+    'availability_zone': check_availability_zone,
+    'instance_group': check_instance_group,
 }
 
 
@@ -478,11 +660,13 @@ def compare(field_names, spec, inputs, profile):
             raise DerivationError('spec-unparsable', str(exc))
         if result is None:
             continue
-        change, value = result
+        change, healed = result
+        changes.append(change)
+        if not healed:
+            continue  # reported, not rewritten
         needed = _spec_can_hold(spec, name, profile)
         if primitive.parse_version(needed, 'spec') > primitive.parse_version(
                 spec_version, 'spec'):
             spec_version = needed
-        changes.append(change)
-        replacements[name] = value
+        replacements.update(healed)
     return changes, replacements, spec_version

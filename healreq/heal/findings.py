@@ -47,6 +47,22 @@ REASONS = {
             'the spec was saved by an old Nova and lacks fields that Nova '
             'now expects (is_bfv, user_id, project_id); Nova itself would '
             'add them at the next move',
+        'group-lost':
+            'the spec does not name the server group of which the '
+            'instance is a member (instance_group null or without uuid, or '
+            'no group scheduler hint): moves fail in the conductor, and a '
+            'forced evacuation ignores the group\'s policy',
+        'az-pin-differs':
+            'the pinned availability zone (the spec\'s availability_zone) '
+            'is not the zone the instance is in, as after a forced live '
+            'migration or evacuation at microversion 2.67 or older; every '
+            'later move is filtered back to the pin. Rewritten only as '
+            '--az-policy says (repin, unpin); with report it counts as '
+            'drift and nothing is written',
+        'spec-missing':
+            'the instance had no request_specs row; with --create-missing '
+            'one is built from the instance record as Nova builds one from '
+            'components, and inserted',
         'spec-drift':
             'the spec disagrees with the instance record; the records do '
             'not show why (for example a rebuild before Nova blocked '
@@ -108,6 +124,17 @@ REASONS = {
             'the spec names another project or user than the instance; '
             'Nova never changes the owner, so this is corruption for a '
             'human to look at',
+        'spec-group-not-member':
+            'the spec names a server group of which the instance is not a '
+            'member (it is in another group, or in none); nothing is '
+            'written',
+        'spec-group-gone':
+            'the spec names a server group that no longer exists, while '
+            'the instance is a member of another: moves fail; nothing is '
+            'written',
+        'group-unloadable':
+            'the server group of the instance has policy rules Nova cannot '
+            'load',
         'spec-instance-mismatch':
             'the spec document names another instance than its row; '
             'nothing is written',
@@ -183,6 +210,17 @@ NOTES = {
         'instance_extra.flavor["old"] is set but no migration is in '
         'progress',
     'forced': '--force overrode a skip rule for this instance',
+    'az-pin-gone':
+        'the pinned zone is carried by no aggregate: Nova from 2023.1 on '
+        'then schedules the instance anywhere, ignoring the pin; Zed\'s '
+        'AvailabilityZoneFilter, if enabled, finds no host',
+    'host-az-differs':
+        'the zone of the instance\'s host by its aggregates is not '
+        'instances.availability_zone',
+    'spec-group-gone':
+        'the spec names a server group that no longer exists, and the '
+        'instance is in no group: Nova drops the group when it loads the '
+        'spec',
     'already-written':
         'revert or apply: the row already holds the value to write (the '
         'run was reverted, or the plan applied, before)',

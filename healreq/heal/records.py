@@ -187,13 +187,24 @@ def cell_fields(rows, uuid):
     return {name: found.get(uuid, []) for name, found in rows.items()}
 
 
-def build_records(api_engine, instances, rows, failed_resizes):
-    """InstanceRecords of ``instances``, with their API rows read."""
+def build_records(api_engine, instances, rows, failed_resizes,
+                  checked_fields=field_checks.FIELD_NAMES):
+    """InstanceRecords of ``instances``, with their API rows read.
+
+    One query per API table for the whole batch: mappings and specs, and
+    for the checked fields that need them, server group memberships and
+    the zones of the hosts' aggregates.
+    """
     uuids = [i['uuid'] for i in instances]
+    checked = set(checked_fields)
     with exception.reraised_as(exception.ApiDatabaseError):
         with api_engine.connect() as conn:
             mappings = api_queries.get_instance_mappings(conn, uuids)
             specs = api_queries.get_request_specs(conn, uuids)
+            groups = (api_queries.get_group_memberships(conn, uuids)
+                      if checked & field_checks.NEEDS_GROUPS else {})
+            zones = (_zones(conn, instances)
+                     if checked & field_checks.NEEDS_ZONES else ({}, ()))
     records = []
     for instance in instances:
         uuid = instance['uuid']
@@ -201,10 +212,44 @@ def build_records(api_engine, instances, rows, failed_resizes):
             instance=instance, mapping=mappings.get(uuid),
             spec_row=specs.get(uuid),
             failed_resize_flavor_ids=failed_resizes.get(uuid, frozenset()),
-            **cell_fields(rows, uuid))
+            groups=groups.get(uuid, []),
+            host_zones=zones[0].get(instance['host'], []),
+            zones=zones[1], **cell_fields(rows, uuid))
         decisions.parse_spec(record)
         records.append(record)
+    if checked & field_checks.NEEDS_GROUPS:
+        _learn_known_groups(api_engine, records)
     return records
+
+
+def _zones(conn, instances):
+    """``({host: [zone]}, every zone)`` for a batch's instances."""
+    hosts = [i['host'] for i in instances if i['host'] is not None]
+    return (api_queries.get_host_zones(conn, hosts) if hosts else {},
+            frozenset(api_queries.get_zone_names(conn)))
+
+
+def _learn_known_groups(api_engine, records):
+    """Tell each record which of the groups specs name still exist.
+
+    Specs nearly always name the group the instance is a member of (which
+    exists); the others are looked up in one query for the batch.
+    """
+    members = {group['uuid'] for record in records
+               for group in record.groups}
+    named = set()
+    for record in records:
+        if record.spec is not None:
+            named.update(field_checks.named_groups(record.spec))
+    unknown = named - members
+    existing = set()
+    if unknown:
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with api_engine.connect() as conn:
+                existing = api_queries.get_existing_groups(conn, unknown)
+    known = frozenset(members | existing)
+    for record in records:
+        record.known_groups = known
 
 
 def read_batch_rows(conn, uuids, checked_fields):
@@ -226,7 +271,8 @@ def read_instance(api_engine, cell_engine, instance_uuid, checked_fields):
             return []
         rows, failed = read_batch_rows(conn, [instance_uuid],
                                        checked_fields)
-    return build_records(api_engine, list(found.values()), rows, failed)
+    return build_records(api_engine, list(found.values()), rows, failed,
+                         checked_fields)
 
 
 def reread(cell_engine, records, checked_fields):

@@ -72,7 +72,8 @@ class Replayer(object):
         if self.rederive:
             self.report.release = self.context.learn_release()
         if changes:
-            self.context.check_writable(self.writer)
+            self.context.check_writable(
+                self.writer, {change.action for change in changes})
         for change in changes:
             mapping = mappings.get(change.instance_uuid)
             cell = cells.get(mapping['cell_id']) if mapping else None
@@ -121,8 +122,7 @@ class Replayer(object):
             with self.context.api_engine.connect() as conn:
                 current = api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
-        if (current is not None and current['id'] == change.spec_id
-                and current['spec'] == change.after):
+        if _written(current, change):
             return spec_writer.Refusal(
                 Status.CONSISTENT, 'already-written',
                 'the row already holds the value to write (written '
@@ -141,6 +141,7 @@ class Replayer(object):
                       else Status.CONFLICT)
             return spec_writer.Refusal(status, code, detail)
         if (self.rederive and current is not None
+                and change.action == spec_writer.UPDATE
                 and current['id'] != change.spec_id):
             return spec_writer.Refusal(
                 Status.ERROR, 'plan-spec-id-mismatch',
@@ -161,7 +162,12 @@ class Replayer(object):
         and row, for the fields the change names.
         """
         fields = tuple(change.fields)
-        if not fields or not set(fields) <= set(field_checks.FIELD_NAMES):
+        settings = dataclasses.replace(self.settings, checked_fields=fields)
+        if change.action == spec_writer.INSERT:
+            fields = field_checks.FIELD_NAMES
+            settings = dataclasses.replace(self.settings, create_missing=True,
+                                           checked_fields=fields)
+        elif not fields or not set(fields) <= set(field_checks.FIELD_NAMES):
             return _not_derived('the plan names fields %s'
                                 % ', '.join(map(str, fields)))
         try:
@@ -174,7 +180,6 @@ class Replayer(object):
         if not found:
             return spec_writer.Refusal(Status.SKIPPED, 'instance-deleted',
                                        'the instance is gone')
-        settings = dataclasses.replace(self.settings, checked_fields=fields)
         again = decisions.evaluate(found[0], cell, self.context.clock(),
                                    settings, self.context.profile)
         finding = again.finding
@@ -220,6 +225,10 @@ def _invalid_record(change):
     if change.after_digest and audit_store.digest(
             change.after) != change.after_digest:
         return 'the recorded value does not match its recorded digest'
+    if change.action == spec_writer.DELETE:
+        # Nothing is written; the row must hold exactly the recorded
+        # text (checked by its digest) for it to go.
+        return None
     problem = _not_the_spec_of(change.after, change.instance_uuid)
     if problem:
         return problem
@@ -261,8 +270,22 @@ def _mismatch(after, instance_uuid):
 
 
 def _holds(current, change):
-    """Whether spec row ``current`` still holds ``change``'s before."""
+    """Whether spec row ``current`` still holds ``change``'s before.
+
+    Before an insert there must be no row.
+    """
+    if change.action == spec_writer.INSERT:
+        return current is None
     return (current is not None and current['id'] == change.spec_id
             and current['spec'] == change.before
             and (not change.before_digest or audit_store.digest(
                 current['spec']) == change.before_digest))
+
+
+def _written(current, change):
+    """Whether spec row ``current`` already is what ``change`` writes."""
+    if change.action == spec_writer.DELETE:
+        return current is None
+    return (current is not None and current['spec'] == change.after
+            and (change.action == spec_writer.INSERT
+                 or current['id'] == change.spec_id))

@@ -132,7 +132,10 @@ class Walker(object):
         """Process every selected cell; return the RunReport."""
         cells = self._select_cells()
         self.report.release = self.context.learn_release()
-        self.context.check_writable(self.writer)
+        self.context.check_writable(self.writer, (
+            spec_writer.UPDATE, spec_writer.INSERT)
+            if self.options.settings.create_missing else (
+                spec_writer.UPDATE,))
         self.budget.start()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
@@ -303,7 +306,7 @@ class Walker(object):
                 rows, failed = records.read_batch_rows(
                     conn, [i['uuid'] for i in page], checked)
             yield records.build_records(self.context.api_engine, page, rows,
-                                        failed)
+                                        failed, checked)
             after_id = page[-1]['id']
 
     def _any_instances(self, cells):
@@ -335,8 +338,7 @@ class Walker(object):
         # so that it reports what a heal would do.
         fresh = records.reread(engine, [
             record for record, evaluation in zip(batch, evaluations)
-            if evaluation.finding.status is Status.DRIFTED],
-            self.options.settings.checked_fields)
+            if _to_write(evaluation)], self.options.settings.checked_fields)
         processed = len(batch)
         listed = []
         for position, (record, evaluation) in enumerate(
@@ -345,7 +347,7 @@ class Walker(object):
                 processed = position
                 break
             finding = evaluation.finding
-            if finding.status is Status.DRIFTED and not self._heal_alone(
+            if _to_write(evaluation) and not self._heal_alone(
                     cell, record, fresh[record.instance['uuid']],
                     evaluation, sink):
                 processed = position
@@ -395,10 +397,16 @@ class Walker(object):
         Returns False, touching nothing, when --max-count is used up.
         """
         finding = evaluation.finding
-        change = spec_writer.Change(
-            instance_uuid=finding.instance_uuid,
-            spec_id=record.spec_row['id'], fields=finding.drift,
-            before=record.spec_row['spec'], after=evaluation.new_spec)
+        if record.spec_row is None:
+            change = spec_writer.Change(
+                instance_uuid=finding.instance_uuid, spec_id=None,
+                fields=finding.drift, before=None, after=evaluation.new_spec,
+                action=spec_writer.INSERT)
+        else:
+            change = spec_writer.Change(
+                instance_uuid=finding.instance_uuid,
+                spec_id=record.spec_row['id'], fields=finding.drift,
+                before=record.spec_row['spec'], after=evaluation.new_spec)
         if not self.writer.write(
                 change, finding,
                 lambda: self._decide_again(cell, fresh, evaluation),
@@ -430,6 +438,12 @@ class Walker(object):
             'left alone' % (again.finding.status.value,
                             ', %s' % again.finding.reason
                             if again.finding.reason else ''))
+
+
+def _to_write(evaluation):
+    """Whether the evaluation asks for a write (not a report-only drift)."""
+    return (evaluation.finding.status is Status.DRIFTED
+            and evaluation.new_spec is not None)
 
 
 def _failed(finding, exc):

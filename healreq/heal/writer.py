@@ -44,6 +44,9 @@ SPEC_CHANGED_DETAIL = ('request_specs.spec changed after it was read; '
 SPEC_LOCKED_DETAIL = ('another session holds a lock on the request_specs '
                       'row ([healreq]/lock_wait_timeout passed); left alone, '
                       'run again to re-check')
+SPEC_APPEARED_DETAIL = ('a request_specs row appeared for the instance '
+                        'while it was being recreated; left alone, run '
+                        'again to re-check')
 SETTLED_ELSEWHERE_DETAIL = ('the audit intent was settled as %s by another '
                             'invocation before this write was marked; %s')
 
@@ -54,9 +57,20 @@ def _is_deadlock(exc):
             and not exception.is_lock_wait_timeout(exc))
 
 
+# What a change does to the request_specs row of its instance.
+UPDATE = 'update'  # ``before`` becomes ``after`` (row ``spec_id``)
+INSERT = 'insert'  # a row holding ``after`` is created (there is none)
+DELETE = 'delete'  # row ``spec_id``, holding ``before``, is removed
+
+
 @dataclasses.dataclass
 class Change:
-    """Replace ``before`` by ``after`` in request spec row ``spec_id``."""
+    """Replace ``before`` by ``after`` in request spec row ``spec_id``.
+
+    ``action`` INSERT (no row before: ``before`` and ``spec_id`` are None)
+    and DELETE (no row after: ``after`` is None) recreate a missing spec
+    and undo that.
+    """
     instance_uuid: str
     spec_id: int
     fields: list
@@ -66,6 +80,16 @@ class Change:
     # again if set.
     before_digest: str = None
     after_digest: str = None
+    action: str = UPDATE
+
+    def inverse(self, spec_id=None):
+        """The change that undoes this one (``spec_id``: of an insert)."""
+        action = {UPDATE: UPDATE, INSERT: DELETE, DELETE: INSERT}[
+            self.action]
+        return dataclasses.replace(
+            self, action=action, before=self.after, after=self.before,
+            before_digest=self.after_digest, after_digest=self.before_digest,
+            spec_id=None if action == INSERT else spec_id or self.spec_id)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,9 +144,10 @@ class SpecWriter(object):
         if self.audit is not None:
             change_id = self.audit.intent(
                 self.run_id, change.instance_uuid, finding.cell_uuid,
-                change.spec_id, change.fields, change.before, change.after)
+                change.spec_id, change.fields, change.before, change.after,
+                action=change.action)
         try:
-            swapped = self._swap(change)
+            swapped, spec_id = self._swap(change)
         except exception.DB_ERRORS as exc:
             if exception.is_lock_wait_timeout(exc):
                 self._row_locked(change_id, finding, give_back)
@@ -130,10 +155,11 @@ class SpecWriter(object):
                 self._swap_failed(change, change_id, finding, exc,
                                   give_back)
             return True
-        detail = self._spec_changed_detail
+        detail = (self._spec_changed_detail if change.action != INSERT
+                  else SPEC_APPEARED_DETAIL)
         if change_id is not None:
             swapped, detail = self._resolve(change_id, change, swapped,
-                                            detail)
+                                            spec_id, detail)
         if swapped:
             finding.status = Status.HEALED
         else:
@@ -144,27 +170,32 @@ class SpecWriter(object):
             finding.detail = detail
         return True
 
-    def check_writable(self):
-        """Raise ApiDatabaseError unless request_specs may be updated.
+    def check_writable(self, actions=(UPDATE,)):
+        """Raise ApiDatabaseError unless request_specs may be written.
 
+        ``actions`` are what the run may do (UPDATE, INSERT, DELETE).
         Called before anything is recorded, so that a run by an account
-        without the UPDATE privilege stops before its first intent. A
+        without a privilege it needs stops before its first intent. A
         dry run writes nothing and needs no privilege.
         """
         if self.dry_run:
             return
-        try:
-            with self.api_engine.connect() as conn:
-                transaction = conn.begin()
-                try:
-                    api_queries.try_spec_update(conn)
-                finally:
-                    transaction.rollback()
-        except exception.DB_ERRORS as exc:
-            raise exception.ApiDatabaseError(
-                'cannot write request_specs (the UPDATE privilege on '
-                'request_specs is needed; dry runs need none): %s'
-                % exception.describe_db_error(exc)) from exc
+        for action in (UPDATE, INSERT, DELETE):
+            if action not in actions:
+                continue
+            try:
+                with self.api_engine.connect() as conn:
+                    transaction = conn.begin()
+                    try:
+                        api_queries.try_spec_write(conn, action)
+                    finally:
+                        transaction.rollback()
+            except exception.DB_ERRORS as exc:
+                raise exception.ApiDatabaseError(
+                    'cannot write request_specs (the %s privilege on '
+                    'request_specs is needed; dry runs need none): %s'
+                    % (action.upper(), exception.describe_db_error(exc))
+                ) from exc
 
     def _row_locked(self, change_id, finding, give_back):
         """Settle a swap that waited too long for another session's lock.
@@ -197,7 +228,7 @@ class SpecWriter(object):
             raise exception.ApiDatabaseError(message) from exc
         try:
             with self.api_engine.connect() as conn:
-                current = api_queries.get_spec_text(conn, change.spec_id)
+                current = _current_text(conn, change)
         except exception.DB_ERRORS:
             raise exception.ApiDatabaseError(message) from exc
         applied = current == change.after
@@ -214,7 +245,7 @@ class SpecWriter(object):
         finding.detail = 'the compare-and-swap failed: %s' % message
         finding.changes = []
 
-    def _resolve(self, change_id, change, swapped, detail):
+    def _resolve(self, change_id, change, swapped, spec_id, detail):
         """Mark the intent; return (written, detail) as the audit agrees.
 
         When the intent was already settled, its recorded state stands:
@@ -222,7 +253,7 @@ class SpecWriter(object):
         the after text back to the before text), so the row agrees.
         """
         state = audit_store.APPLIED if swapped else audit_store.REFUSED
-        if self.audit.resolve(change_id, state):
+        if self.audit.resolve(change_id, state, spec_id=spec_id):
             return swapped, detail
         recorded, _ = self.audit.change_state(change_id)
         if recorded == state:
@@ -232,10 +263,8 @@ class SpecWriter(object):
             # run wrote nothing, which is what it reports.
             return False, SETTLED_ELSEWHERE_DETAIL % (
                 recorded, 'this run wrote nothing')
-        undo = dataclasses.replace(change, before=change.after,
-                                   after=change.before)
         with exception.reraised_as(exception.ApiDatabaseError):
-            undone = self._swap(undo)
+            undone, _ = self._swap(change.inverse(spec_id))
         return False, SETTLED_ELSEWHERE_DETAIL % (
             recorded, 'the write was undone' if undone else
             'the row changed again after the write')
@@ -244,7 +273,29 @@ class SpecWriter(object):
     @oslo_db_api.wrap_db_retry(max_retries=5,
                                exception_checker=_is_deadlock)
     def _swap(self, change):
+        """Write ``change`` if the row is as it expects; (done, row id)."""
+        if change.action == INSERT:
+            try:
+                with self.api_engine.begin() as conn:
+                    return True, api_queries.insert_request_spec(
+                        conn, change.instance_uuid, change.after,
+                        self._clock())
+            except db_exc.DBDuplicateEntry:
+                return False, None
         with self.api_engine.begin() as conn:
+            if change.action == DELETE:
+                return api_queries.delete_request_spec(
+                    conn, change.spec_id, change.instance_uuid,
+                    change.before), change.spec_id
             return api_queries.swap_request_spec(
                 conn, change.spec_id, change.instance_uuid, change.before,
-                change.after, self._clock())
+                change.after, self._clock()), change.spec_id
+
+
+def _current_text(conn, change):
+    """The text the change's row holds now (None: no row)."""
+    if change.action == UPDATE:
+        return api_queries.get_spec_text(conn, change.spec_id)
+    row = api_queries.get_request_specs(conn, [change.instance_uuid]).get(
+        change.instance_uuid)
+    return None if row is None else row['spec']

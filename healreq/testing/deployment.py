@@ -101,7 +101,8 @@ def image_system_metadata(properties=None, image_id=IMAGE_ID, min_ram=0,
 def request_spec(instance_uuid, spec_flavor, spec_id=None,
                  project_id=PROJECT_ID, user_id=USER_ID,
                  availability_zone=None, version='1.15', spec_image=None,
-                 numa_topology=None, pci_requests=None, is_bfv=False):
+                 numa_topology=None, pci_requests=None, is_bfv=False,
+                 instance_group=None, scheduler_hints=None):
     """A RequestSpec primitive shaped like one Nova 34 saved."""
     data = {
         'image': image() if spec_image is None else spec_image,
@@ -121,8 +122,8 @@ def request_spec(instance_uuid, spec_flavor, spec_id=None,
         'limits': envelope('SchedulerLimits', '1.0', {
             'numa_topology': None, 'vcpu': None, 'disk_gb': None,
             'memory_mb': None}),
-        'instance_group': None,
-        'scheduler_hints': {},
+        'instance_group': instance_group,
+        'scheduler_hints': {} if scheduler_hints is None else scheduler_hints,
         'instance_uuid': instance_uuid,
         'security_groups': envelope('SecurityGroupList', '1.1', {
             'objects': [envelope('SecurityGroup', '1.2',
@@ -136,6 +137,17 @@ def request_spec(instance_uuid, spec_flavor, spec_id=None,
     return envelope('RequestSpec', version, data,
                     ['image', 'flavor', 'numa_topology', 'pci_requests',
                      'requested_resources', 'security_groups'])
+
+
+def stored_group(uuid, name, policy='anti-affinity', rules=None,
+                 group_id=1):
+    """An InstanceGroup primitive as Nova 34 stores one in a spec."""
+    return envelope('InstanceGroup', '1.11', {
+        'id': group_id, 'user_id': USER_ID, 'project_id': PROJECT_ID,
+        'uuid': uuid, 'name': name, 'policies': [policy], 'members': None,
+        'hosts': None, 'policy': policy, '_rules': dict(rules or {}),
+        'created_at': '2024-01-10T11:26:50Z', 'updated_at': None,
+        'deleted_at': None, 'deleted': False}, ['members', 'hosts'])
 
 
 def instance_flavors(cur, old=None, new=None):
@@ -213,7 +225,7 @@ class Deployment(object):
                      migrations=(), image_ref=IMAGE_ID,
                      system_metadata=None, block_devices=(),
                      extra_numa_topology=None, extra_pci_requests='[]',
-                     spec_fields=None):
+                     spec_fields=None, availability_zone='az1'):
         """Insert one instance with its extra row, mapping and spec.
 
         ``spec``/``extra`` may be 'build' (realistic rows), None (no row)
@@ -232,7 +244,8 @@ class Deployment(object):
                 conn, uuid, cur_data, updated_at=updated_at,
                 image_ref=image_ref, host=host, vm_state=vm_state,
                 task_state=task_state, hidden=hidden,
-                instance_type_id=instance_type_id)
+                instance_type_id=instance_type_id,
+                availability_zone=availability_zone)
             if deleted:
                 conn.execute(tables.instances.update().where(
                     tables.instances.c.id == instance_id).values(
@@ -260,6 +273,42 @@ class Deployment(object):
                 conn.execute(tables.request_specs.insert().values(
                     instance_uuid=uuid, spec=spec, created_at=LONG_AGO))
         return uuid
+
+    def add_group(self, name, policy='anti-affinity', rules=None,
+                  members=(), uuid=None):
+        """A server group as Nova's API creates one; return its uuid.
+
+        ``members`` are instance uuids.
+        """
+        uuid = uuid or str(uuidlib.uuid4())
+        with self.api_engine.begin() as conn:
+            group_id = conn.execute(tables.instance_groups.insert().values(
+                uuid=uuid, name=name, user_id=USER_ID, project_id=PROJECT_ID,
+                created_at=LONG_AGO)).inserted_primary_key[0]
+            if policy is not None:
+                conn.execute(tables.instance_group_policy.insert().values(
+                    group_id=group_id, policy=policy, created_at=LONG_AGO,
+                    rules=json.dumps(rules or {})))
+            for member in members:
+                conn.execute(tables.instance_group_member.insert().values(
+                    group_id=group_id, instance_uuid=member,
+                    created_at=LONG_AGO))
+        return uuid
+
+    def add_aggregate(self, name, zone=None, hosts=()):
+        """A host aggregate, in availability zone ``zone`` if given."""
+        with self.api_engine.begin() as conn:
+            aggregate_id = conn.execute(tables.aggregates.insert().values(
+                uuid=str(uuidlib.uuid4()), name=name,
+                created_at=LONG_AGO)).inserted_primary_key[0]
+            if zone is not None:
+                conn.execute(tables.aggregate_metadata.insert().values(
+                    aggregate_id=aggregate_id, key='availability_zone',
+                    value=zone, created_at=LONG_AGO))
+            for host in hosts:
+                conn.execute(tables.aggregate_hosts.insert().values(
+                    aggregate_id=aggregate_id, host=host,
+                    created_at=LONG_AGO))
 
     def spec_text(self, instance_uuid):
         """The stored spec text (None if there is no row)."""
@@ -298,7 +347,8 @@ def add_service(engine, binary, version, host='controller-1',
 
 
 def _insert_instance(conn, uuid, cur_data, updated_at, image_ref, host,
-                     vm_state, task_state, hidden, instance_type_id):
+                     vm_state, task_state, hidden, instance_type_id,
+                     availability_zone):
     """Insert the instances row of a live instance; return its id."""
     if instance_type_id is None:
         instance_type_id = cur_data['id']
@@ -311,7 +361,7 @@ def _insert_instance(conn, uuid, cur_data, updated_at, image_ref, host,
         memory_mb=cur_data['memory_mb'], vcpus=cur_data['vcpus'],
         root_gb=cur_data['root_gb'], ephemeral_gb=cur_data['ephemeral_gb'],
         vm_state=vm_state, task_state=task_state,
-        availability_zone='az1', hidden=hidden))
+        availability_zone=availability_zone, hidden=hidden))
     return result.inserted_primary_key[0]
 
 

@@ -52,15 +52,15 @@ class Interrupted(BaseException):
 class InterruptedBeforeWrite(audit_store.AuditStore):
     """Dies on its first spec write, after the intent was recorded."""
 
-    def intent(self, run_id, instance_uuid, *args):
-        super().intent(run_id, instance_uuid, *args)
+    def intent(self, run_id, instance_uuid, *args, **kwargs):
+        super().intent(run_id, instance_uuid, *args, **kwargs)
         raise Interrupted('before writing %s' % instance_uuid)
 
 
 class InterruptedBeforeMark(audit_store.AuditStore):
     """Dies marking its first change, after the spec was written."""
 
-    def resolve(self, change_id, state, detail=None):
+    def resolve(self, change_id, state, detail=None, spec_id=None):
         raise Interrupted('before marking change %s %s' % (change_id, state))
 
 

@@ -123,7 +123,7 @@ class RecoverTest(LeaseTestCase):
             pass
 
         class CrashAfterWrite(audit_store.AuditStore):
-            def resolve(self, change_id, state, detail=None):
+            def resolve(self, change_id, state, detail=None, spec_id=None):
                 raise Crash()
 
         conf = api.load_config([self.config_file])
@@ -193,8 +193,8 @@ class ResolveTest(LeaseTestCase):
         other = self.open_store()
 
         class SettledByOther(audit_store.AuditStore):
-            def intent(self, *args):
-                change_id = super().intent(*args)
+            def intent(self, *args, **kwargs):
+                change_id = super().intent(*args, **kwargs)
                 other.resolve(change_id, REFUSED, 'settled elsewhere')
                 return change_id
 

@@ -174,7 +174,10 @@ class MigrationTestCase(testscenarios.WithScenarios, testtools.TestCase):
         if 'lease' in self.columns('runs'):
             run['lease'] = None
         self.assertEqual([run], self.rows('runs'))
-        self.assertEqual([CHANGE], self.rows('changes'))
+        change = dict(CHANGE)
+        if 'action' in self.columns('changes'):
+            change['action'] = 'update'
+        self.assertEqual([change], self.rows('changes'))
         self.assertEqual([FINDING], self.rows('findings'))
 
     def assert_foreign_keys(self):
@@ -281,6 +284,16 @@ class WalkTest(MigrationTestCase):
         self.assertTrue(columns['lease']['nullable'])
         self.assert_rows_kept(STARTED_NS)
         self.assertEqual([3], self.legacy_version())
+
+    def _check_b3f0ec736a85(self):
+        """changes.action: every earlier change an update; ids optional."""
+        columns = self.columns('changes')
+        self.assertFalse(columns['action']['nullable'])
+        for name in ('spec_id', 'before_text', 'after_text',
+                     'before_digest', 'after_digest'):
+            self.assertTrue(columns[name]['nullable'], name)
+        self.assert_rows_kept(STARTED_NS)
+        self.assert_foreign_keys()
 
     def _check_05d1b6b0869b(self):
         """utf8mb4 tables on MySQL, foreign keys and rows kept."""

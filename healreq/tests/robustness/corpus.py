@@ -137,7 +137,7 @@ def _record(texts, sysmeta_rows, spec=None, flavor=None, numa_topology=None,
         'vcpus': data['vcpus'], 'memory_mb': data['memory_mb'],
         'root_gb': data['root_gb'], 'ephemeral_gb': data['ephemeral_gb'],
         'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
-        'image_ref': dep.IMAGE_ID,
+        'image_ref': dep.IMAGE_ID, 'availability_zone': 'az1',
     }
     if null_mirrors:
         instance.update(instance_type_id=None, vcpus=None, memory_mb=None,

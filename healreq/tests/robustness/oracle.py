@@ -118,6 +118,11 @@ def classify(evaluation):
         if finding.reason not in findings.REASONS[Status.DRIFTED]:
             return 'drift without a listed reason code: %r' % (
                 finding.reason,)
+        if evaluation.new_spec is None and finding.changes and all(
+                change.field == 'availability_zone'
+                for change in finding.changes):
+            # A pin --az-policy report does not rewrite: only reported.
+            return 'accepted'
         if not isinstance(evaluation.new_spec, str):
             return 'drifted without a healed spec'
         try:

@@ -91,6 +91,7 @@ class ListOptsTest(testtools.TestCase):
         _, registered = self._registered()
         self.assertEqual(registered, self._listed())
         self.assertEqual({('DEFAULT', 'service_down_time'),
+                          ('DEFAULT', 'default_availability_zone'),
                           ('api_database', 'connection'),
                           ('database', 'connection'),
                           ('healreq', 'batch_size'),

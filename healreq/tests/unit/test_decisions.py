@@ -74,6 +74,7 @@ def _record(cur=A2_MEDIUM, spec_flavor=None, old=None, new=None,
         'root_gb': data['root_gb'], 'ephemeral_gb': data['ephemeral_gb'],
         'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
         'image_ref': '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60',
+        'availability_zone': 'az1',
     }
     instance.update(instance_values)
     if mapping == 'build':

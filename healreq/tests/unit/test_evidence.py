@@ -177,7 +177,7 @@ class WriteGuardTest(testtools.TestCase):
             'updated_at': dep.LONG_AGO, 'instance_type_id': 4, 'vcpus': 4,
             'memory_mb': 8192, 'root_gb': 80, 'ephemeral_gb': 0,
             'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
-            'image_ref': dep.IMAGE_ID}
+            'image_ref': dep.IMAGE_ID, 'availability_zone': 'az1'}
         return decisions.InstanceRecord(
             instance=instance,
             mapping={'instance_uuid': INSTANCE_UUID, 'cell_id': 1,

@@ -1,0 +1,304 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The rest of the persisted spec: zone pins, server groups, missing rows.
+
+Each drift is found in a dry run, healed, audited and reverted byte for
+byte; a recreated spec is inserted, and reverting it leaves no row.
+"""
+
+import json
+import os
+
+import fixtures as test_fixtures
+import sqlalchemy as sa
+
+from healreq.db import tables
+from healreq.heal import decisions
+from healreq.heal import findings
+from healreq.heal import writer
+from healreq.testing import demo
+from healreq.testing import deployment as dep
+from healreq.tests.functional import audit_case
+from healreq.tests.functional import fixtures
+
+DATA = 'nova_object.data'
+
+
+class _WholeSpecCase(audit_case.AuditTestCase):
+
+    def results(self, document):
+        return [(r['instance_uuid'], r['status'], r['reason'], r['drift'])
+                for r in document['results']]
+
+    def data(self, uuid):
+        return self.spec(uuid)[DATA]
+
+    def assert_reverted(self, run_id, originals):
+        result, document = self.run_json('revert', run_id)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(originals, self.all_spec_texts())
+
+
+class AvailabilityZoneTest(_WholeSpecCase):
+
+    def setUp(self):
+        super().setUp()
+        self.deployment.add_aggregate('agg-1', 'az1', ['compute-1'])
+        self.deployment.add_aggregate('agg-2', 'az2', ['compute-2'])
+        # A forced live migration moved it to az2; the spec pins az1.
+        self.moved = self.add_consistent(
+            self.cell1, host='compute-2', availability_zone='az2',
+            spec_fields=dict(availability_zone='az1'))
+        self.pinned = self.add_consistent(
+            self.cell1, host='compute-1', availability_zone='az1',
+            spec_fields=dict(availability_zone='az1'))
+        self.unpinned = self.add_consistent(
+            self.cell2, host='compute-2', availability_zone='az2')
+        self.offloaded = self.add_consistent(
+            self.cell2, host=None, vm_state='shelved_offloaded',
+            availability_zone=None,
+            spec_fields=dict(availability_zone='az1'))
+        self.originals = self.all_spec_texts()
+
+    def test_report_counts_and_writes_nothing(self):
+        for args in (('--dry-run',), ()):
+            result, document = self.heal_json(*args)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            self.assertEqual([(self.moved, 'drifted', 'az-pin-differs',
+                               ['availability_zone'])],
+                             self.results(document))
+            change, = document['results'][0]['changes']
+            self.assertEqual(('az1', 'az2 (not rewritten: --az-policy '
+                              'report)'), (change['before'], change['after']))
+            self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual([], self.audit_show(document['run_id'])['changes'])
+        metrics = os.path.join(self.state_path, 'heal.prom')
+        self.heal('--metrics-file', metrics)
+        with open(metrics) as handle:
+            self.assertIn('nova_heal_request_specs_drift_by_field{cell_uuid='
+                          '"%s",field="availability_zone"} 1'
+                          % self.cell1.uuid, handle.read())
+
+    def test_repin(self):
+        result, document = self.heal_json('--az-policy', 'repin')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.moved, 'healed', 'az-pin-differs',
+                           ['availability_zone'])], self.results(document))
+        self.assertEqual('az2', self.data(self.moved)['availability_zone'])
+        before, after = (json.loads(self.originals[self.moved]),
+                         self.spec(self.moved))
+        before[DATA]['availability_zone'] = 'az2'
+        self.assertEqual(before, after)
+        self.assertEqual(4, self.heal('--az-policy', 'repin').code)
+        self.assert_reverted(document['run_id'], self.originals)
+
+    def test_unpin(self):
+        result, document = self.heal_json('--az-policy', 'unpin')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIsNone(self.data(self.moved)['availability_zone'])
+        self.assertEqual('az1', self.data(self.pinned)['availability_zone'])
+        self.assert_reverted(document['run_id'], self.originals)
+
+    def test_notes_on_a_vanished_zone_and_a_moved_host(self):
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(tables.aggregate_metadata.update().values(
+                value='az9').where(tables.aggregate_metadata.c.value ==
+                                   'az1'))
+        result, document = self.heal_json('--dry-run')
+        notes = {(n['instance_uuid'], note['code'])
+                 for n in document['results'] + document['notices']
+                 for note in n['notes']}
+        self.assertIn((self.moved, 'az-pin-gone'), notes)
+        self.assertIn((self.pinned, 'az-pin-gone'), notes)
+        self.assertIn((self.pinned, 'host-az-differs'), notes)
+        self.assertNotIn((self.unpinned, 'host-az-differs'), notes)
+        self.assertIn('the pinned zone az1 is carried by no aggregate',
+                      self.heal('--dry-run').stdout)
+
+    def test_fields_option(self):
+        result, document = self.heal_json('--fields', 'flavor,image')
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+
+
+class ServerGroupTest(_WholeSpecCase):
+
+    def setUp(self):
+        super().setUp()
+        self.lost = self.add_consistent(self.cell1)
+        self.peer = self.add_consistent(self.cell2)
+        self.group = self.deployment.add_group(
+            'web', rules={'max_server_per_host': '1'},
+            members=[self.lost, self.peer])
+        self.set_group(self.peer, dep.stored_group(self.group, 'web'),
+                       {'group': [self.group]})
+
+    def set_group(self, uuid, group, hints):
+        spec = self.spec(uuid)
+        spec[DATA]['instance_group'] = group
+        spec[DATA]['scheduler_hints'] = hints
+        self.deployment.set_spec(uuid, json.dumps(spec))
+
+    def test_lost_group_is_healed_as_nova_stores_it(self):
+        originals = self.all_spec_texts()
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.lost, 'drifted', 'group-lost',
+                           ['instance_group'])], self.results(document))
+        result, document = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        data = self.data(self.lost)
+        expected = dep.stored_group(self.group, 'web',
+                                    rules={'max_server_per_host': '1'})
+        with self.deployment.api_engine.connect() as conn:
+            expected[DATA]['id'] = conn.execute(sa.select(
+                tables.instance_groups.c.id)).scalar()
+        self.assertEqual(expected, data['instance_group'])
+        self.assertEqual({'group': [self.group]}, data['scheduler_hints'])
+        self.assertEqual(4, self.heal().code)
+        self.assert_reverted(document['run_id'], originals)
+
+    def test_missing_hint_is_added_and_other_hints_kept(self):
+        self.set_group(self.lost, dep.stored_group(self.group, 'web'),
+                       {'different_host': ['x']})
+        before = self.spec(self.lost)
+        result, document = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        after = self.spec(self.lost)
+        self.assertEqual({'different_host': ['x'], 'group': [self.group]},
+                         after[DATA]['scheduler_hints'])
+        before[DATA]['scheduler_hints']['group'] = [self.group]
+        self.assertEqual(before, after)
+
+    def test_group_without_uuid_or_hint(self):
+        group = dep.stored_group(self.group, 'web')
+        del group[DATA]['uuid']
+        self.set_group(self.lost, group, {})
+        result, document = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.group,
+                         self.data(self.lost)['instance_group'][DATA]['uuid'])
+
+    def test_spec_naming_another_group_is_an_error(self):
+        other = self.deployment.add_group('db', policy='affinity')
+        self.set_group(self.lost, dep.stored_group(other, 'db', 'affinity'),
+                       {'group': [other]})
+        before = self.deployment.spec_text(self.lost)
+        result, document = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.lost, 'error', 'spec-group-not-member', [])],
+                         self.results(document))
+        self.assertEqual(before, self.deployment.spec_text(self.lost))
+
+    def test_deleted_group_of_a_non_member_is_a_notice(self):
+        alone = self.add_consistent(self.cell1)
+        gone = '7f0c7d0e-52f2-4b1e-9c4a-0f1e2d3c4b5a'
+        self.set_group(alone, dep.stored_group(gone, 'old'), {'group': [gone]})
+        result, document = self.heal_json('--fields', 'instance_group',
+                                          '--dry-run')
+        self.assertEqual([(alone, 'spec-group-gone')],
+                         [(n['instance_uuid'], n['notes'][0]['code'])
+                          for n in document['notices']])
+
+
+class MissingSpecTest(_WholeSpecCase):
+
+    def setUp(self):
+        super().setUp()
+        self.deployment.add_aggregate('agg-1', 'az1', ['compute-1'])
+        self.missing = self.add_consistent(self.cell1, spec=None)
+        self.group = self.deployment.add_group('web',
+                                               members=[self.missing])
+
+    def test_without_the_option_it_is_an_error(self):
+        result, document = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.missing, 'error', 'spec-missing', [])],
+                         self.results(document))
+        self.assertIn('--create-missing', document['results'][0]['detail'])
+
+    def test_recreated_inserted_audited_and_reverted(self):
+        result, document = self.heal_json('--create-missing', '--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.missing, 'drifted', 'spec-missing',
+                           ['spec'])], self.results(document))
+        self.assertIsNone(self.deployment.spec_text(self.missing))
+        result, document = self.heal_json('--create-missing')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.missing, 'healed', 'spec-missing',
+                           ['spec'])], self.results(document))
+        data = self.data(self.missing)
+        self.assertEqual(
+            (self.missing, 'az1', 1, {'group': [self.group]}, False,
+             '1.15', demo.M1_SMALL[DATA]['id']),
+            (data['instance_uuid'], data['availability_zone'],
+             data['num_instances'], data['scheduler_hints'],
+             data['is_bfv'], self.spec(self.missing)['nova_object.version'],
+             data['flavor'][DATA]['id']))
+        self.assertNotIn('id', data)
+        # The recreated spec is consistent: nothing more to heal.
+        self.assertEqual(4, self.heal().code)
+        change, = self.audit_show(document['run_id'])['changes']
+        self.assertEqual(('applied', None),
+                         (change['state'], change['before']))
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIsNone(self.deployment.spec_text(self.missing))
+        self.assertEqual(2, self.heal().code)
+
+    def test_unpin_pins_nothing(self):
+        self.heal('--create-missing', '--az-policy', 'unpin')
+        self.assertIsNone(self.data(self.missing)['availability_zone'])
+
+    def test_a_row_that_appears_meanwhile_is_a_conflict(self):
+        text = json.dumps(dep.request_spec(self.missing, demo.M1_SMALL))
+
+        def insert():
+            with self.deployment.api_engine.begin() as conn:
+                conn.execute(tables.request_specs.insert().values(
+                    instance_uuid=self.missing, spec=text))
+        # Call 2: after the re-read, right before the write.
+        clock = fixtures.ActingClock(insert, 2)
+        report = self.run_engine(clock=clock, settings=self.settings(
+            create_missing=True))
+        self.assertTrue(clock.fired)
+        finding, = report.findings
+        self.assertEqual((findings.Status.CONFLICT, 'spec-changed'),
+                         (finding.status, finding.reason))
+        self.assertEqual(text, self.deployment.spec_text(self.missing))
+        state, = {c['state'] for c in self.audit_show_any()}
+        self.assertEqual('refused', state)
+
+    def settings(self, **values):
+        return decisions.Settings(skip_updated_within=60, **values)
+
+    def audit_show_any(self):
+        changes = []
+        for run_id in self.audit_runs():
+            changes += self.audit_show(run_id)['changes']
+        return changes
+
+    def test_plan_and_apply(self):
+        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+                            'plan.json')
+        result = self.heal('--dry-run', '--create-missing', '--plan', path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        with open(path) as handle:
+            planned, = json.load(handle)['changes']
+        self.assertEqual((writer.INSERT, None, None),
+                         (planned['action'], planned['spec_id'],
+                          planned['before']))
+        result, document = self.run_json('apply', path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(planned['after'],
+                         self.deployment.spec_text(self.missing))
+        self.assertEqual(4, self.run_cli('apply', path).code)
