@@ -24,6 +24,7 @@ FIELD_NAMES is the order of checks and of the report.
 import dataclasses
 import functools
 
+from healreq.heal import describe
 from healreq.heal.findings import FieldChange
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
@@ -267,8 +268,8 @@ def check_image(spec, inputs, profile):
         if not profile.named:
             _refuse_lost_properties(stored, inputs.system_metadata or {},
                                     written)
-        before, after = image_obj.describe_difference(stored, written,
-                                                      differing)
+        before, after = describe.describe_difference(stored, written,
+                                                     differing)
     else:
         before, after = 'none', 'id %s' % derived.get('id', '(volume)')
     return FieldChange('image', before, after), healed

@@ -31,7 +31,6 @@ sets of integers.
 import collections.abc
 import datetime
 import functools
-import json
 import re
 
 from oslo_utils import strutils
@@ -629,45 +628,3 @@ def differing_fields(stored, derived):
                 continue
         names.append('properties.%s' % name)
     return names
-
-
-def _shorten(text, limit=40):
-    return text if len(text) <= limit else text[:limit - 3] + '...'
-
-
-def _format_value(value):
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, (set, frozenset)):
-        return '{%s}' % ','.join(str(v) for v in sorted(value))
-    if isinstance(value, list):
-        return '[%s]' % ','.join(_format_value(v) for v in value)
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True, separators=(',', ':'))
-    return str(value)
-
-
-def _describe_one(image, name):
-    if name == 'id':
-        value = image.get('id')
-        if value is None:
-            return 'no id'
-        return 'id %s' % (value if len(value) <= 10 else value[:8] + '..')
-    if name.startswith('properties.'):
-        name = name[len('properties.'):]
-        source = image.get('properties') or {}
-    else:
-        source = image
-    if name not in source:
-        return '%s unset' % name
-    return '%s=%s' % (name, _shorten(_format_value(source[name])))
-
-
-def describe_difference(stored, derived, names):
-    """Concise ``(before, after)`` text for the differing ``names``.
-
-    E.g. ``('id 3e1f7a52.., hw_cpu_policy=dedicated',
-    'id 9a0b1c2d.., hw_cpu_policy=shared')``.
-    """
-    return (', '.join(_describe_one(stored, n) for n in names),
-            ', '.join(_describe_one(derived, n) for n in names))

@@ -34,7 +34,7 @@ import random
 import sys
 import warnings
 
-
+from healreq.heal import describe
 from healreq.objects import image
 from healreq.objects import image_primitive
 from healreq.objects import notation
@@ -704,7 +704,7 @@ class ImageCompatTest(base.NovaTestCase):
             if names:
                 disagreements.append('%r: %r %r' % (
                     properties, names,
-                    image.describe_difference(stored, derived, names)))
+                    describe.describe_difference(stored, derived, names)))
         self.assertGreater(cases, 2000)
         self._report('boot spec vs system metadata', cases, disagreements,
                      excluded)

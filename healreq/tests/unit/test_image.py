@@ -592,12 +592,6 @@ class CompareTest(testtools.TestCase):
         names = image.differing_fields(self.stored, derived)
         self.assertEqual(['id', 'min_ram', 'properties.hw_disk_bus',
                           'properties.hw_pmu', 'properties.os_type'], names)
-        self.assertEqual(
-            ('id 3e1f7a52.., min_ram=512, hw_disk_bus=scsi, hw_pmu unset, '
-             'os_type=linux',
-             'id 9a0b1c2d.., min_ram=1024, hw_disk_bus=virtio, hw_pmu=true, '
-             'os_type unset'),
-            image.describe_difference(self.stored, derived, names))
 
     def test_id_compared_only_when_derived_has_one(self):
         derived = image.image_from_system_metadata(_sysmeta(), '')
@@ -606,9 +600,6 @@ class CompareTest(testtools.TestCase):
         del stored['id']
         self.assertEqual(['id'], image.differing_fields(stored,
                                                         self.derived))
-        self.assertEqual(('no id', 'id 3e1f7a52..'),
-                         image.describe_difference(stored, self.derived,
-                                                   ['id']))
 
     def test_block_device_mappings_are_not_compared(self):
         # Glance gives them to the boot-time spec; system metadata skips
@@ -640,14 +631,3 @@ class CompareTest(testtools.TestCase):
                          image.differing_fields(self.stored, self.derived))
         # Cut inside a two-byte character: the whole character goes.
         self.assertEqual('k' * 254, image.truncate_utf8('k' * 254 + '\u00e9'))
-
-    def test_long_values_are_shortened_in_descriptions(self):
-        self.stored['properties']['hw_numa_cpus'] = [{0, 1}, {2, 3}]
-        before, after = image.describe_difference(
-            dict(self.stored, properties=dict(
-                self.stored['properties'], os_command_line='x' * 100)),
-            self.derived, ['properties.hw_numa_cpus',
-                           'properties.os_command_line'])
-        self.assertEqual('hw_numa_cpus=[{0,1},{2,3}], os_command_line='
-                         + 'x' * 37 + '...', before)
-        self.assertEqual('hw_numa_cpus unset, os_command_line unset', after)
