@@ -28,6 +28,7 @@ from healreq.heal import describe
 from healreq.heal.findings import FieldChange
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
+from healreq.objects import image_fields
 from healreq.objects import image_primitive
 from healreq.objects import numa as numa_obj
 from healreq.objects import numa_constraints
@@ -130,7 +131,7 @@ class Inputs:
                         self.system_metadata or {}, self.instance['image_ref'],
                         self.release)
                 return _derive_image(*key, self.release)
-            except image_obj.ImageMetaError as exc:
+            except image_fields.ImageMetaError as exc:
                 raise DerivationError(
                     'instance-image-invalid',
                     'Nova cannot build the image from system metadata: %s'
@@ -320,7 +321,7 @@ def _image_primitive(image, stored_primitive, profile):
         try:
             healed = image_primitive.image_to_primitive(image, image_version,
                                                         props_version)
-        except image_obj.ImageMetaError:
+        except image_fields.ImageMetaError:
             continue
         written = image_primitive.image_from_primitive(healed, 'healed image')
         if not image_obj.differing_fields(written, image):

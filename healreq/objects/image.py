@@ -30,91 +30,17 @@ sets of integers.
 
 import collections.abc
 import datetime
-import functools
 import re
 
 from oslo_utils import strutils
 from oslo_utils import versionutils
 from packaging import version as packaging_version
 
+from healreq.objects import image_fields
 from healreq.objects import notation
 from healreq.objects import primitive
 from healreq import releases
 
-PrimitiveError = primitive.PrimitiveError
-
-IMAGE_NAME = 'ImageMeta'
-PROPS_NAME = 'ImageMetaProps'
-
-
-class ImageMetaError(ValueError):
-    """Nova's ImageMeta.from_instance would raise for these records."""
-
-
-# Field kinds. Every other kind is an enum named in ENUM_VALUES.
-BOOLEAN = 'flexible_boolean'
-INTEGER = 'integer'
-STRING = 'string'
-UUID = 'uuid'
-VERSION_PREDICATE = 'version_predicate'
-STRING_LIST = 'list_of_strings'
-INTEGER_LIST = 'list_of_integers'
-INTEGER_SET_LIST = 'list_of_sets_of_integers'
-DICT_LIST = 'list_of_dicts_of_nullable_strings'
-
-_ARCHITECTURES = (
-    'alpha', 'armv6', 'armv7l', 'armv7b', 'aarch64', 'cris', 'i686', 'ia64',
-    'lm32', 'm68k', 'microblaze', 'microblazeel', 'mips', 'mipsel',
-    'mips64', 'mips64el', 'openrisc', 'parisc', 'parisc64', 'ppc', 'ppcle',
-    'ppc64', 'ppc64le', 'ppcemb', 's390', 's390x', 'sh4', 'sh4eb', 'sparc',
-    'sparc64', 'unicore32', 'x86_64', 'xtensa', 'xtensaeb')
-
-# Valid values of each enum kind (nova/objects/fields.py, Nova 34.0.0).
-ENUM_VALUES = {
-    'architecture': _ARCHITECTURES,
-    'block_device_encryption_format': ('plain', 'luks', 'luksv2'),
-    'block_device_type': ('cdrom', 'disk', 'floppy', 'fs', 'lun'),
-    'config_drive_policy': ('optional', 'mandatory'),
-    'cpu_allocation_policy': ('dedicated', 'shared', 'mixed'),
-    'cpu_thread_allocation_policy': ('prefer', 'isolate', 'require'),
-    'disk_bus': ('fdc', 'ide', 'sata', 'scsi', 'usb', 'virtio', 'xen', 'lxc',
-                 'uml'),
-    'firmware_type': ('uefi', 'bios'),
-    'hv_type': ('baremetal', 'bhyve', 'docker', 'fake', 'hyperv', 'ironic',
-                'kqemu', 'kvm', 'lxc', 'lxd', 'openvz', 'parallels', 'phyp',
-                'qemu', 'test', 'uml', 'vbox', 'vz', 'vmware', 'xen', 'zvm',
-                'prsm'),
-    'image_signature_hash_type': ('SHA-224', 'SHA-256', 'SHA-384',
-                                  'SHA-512'),
-    'image_signature_key_type': ('DSA', 'ECC_SECP384R1', 'ECC_SECP521R1',
-                                 'ECC_SECT409K1', 'ECC_SECT409R1',
-                                 'ECC_SECT571K1', 'ECC_SECT571R1', 'RSA-PSS'),
-    'input_bus': ('usb', 'virtio'),
-    'max_phys_addr_mode': ('passthrough', 'emulate'),
-    'mem_encryption_model': ('amd-sev', 'amd-sev-es', 'amd-sev-snp',
-                             'intel-tdx'),
-    'os_type': ('linux', 'windows'),
-    'pci_numa_affinity_policy': ('required', 'legacy', 'preferred',
-                                 'socket'),
-    'pointer_model': ('usbtablet',),
-    'rng_model': ('virtio',),
-    'scsi_model': ('buslogic', 'ibmvscsi', 'lsilogic', 'lsisas1068',
-                   'lsisas1078', 'virtio-scsi', 'vmpvscsi'),
-    'secure_boot': ('required', 'disabled', 'optional'),
-    'sound_model': ('sb16', 'es1370', 'pcspk', 'ac97', 'ich6', 'ich9', 'usb',
-                    'virtio'),
-    'tpm_model': ('tpm-tis', 'tpm-crb'),
-    'tpm_version': ('1.2', '2.0'),
-    'usb_controller_model': ('none', 'nec-xhci', 'qemu-xhci'),
-    'video_model': ('cirrus', 'qxl', 'vga', 'vmvga', 'xen', 'virtio', 'gop',
-                    'none', 'bochs'),
-    'vif_model': ('virtio', 'ne2k_pci', 'pcnet', 'rtl8139', 'e1000',
-                  'e1000e', 'netfront', 'spapr-vlan', 'lan9118', 'sriov',
-                  'vmxnet', 'vmxnet3', 'igb'),
-    'viommu_model': ('intel', 'smmuv3', 'virtio', 'auto'),
-    'vm_mode': ('hvm', 'xen', 'uml', 'exe'),
-    'watchdog_action': ('none', 'pause', 'poweroff', 'reset', 'disabled'),
-}
 
 # Enums whose coercion lower-cases the value and maps aliases before
 # validating; all other enums take the value verbatim.
@@ -133,181 +59,17 @@ _ENUM_ALIASES = {
     'vm_mode': {'pv': 'xen', 'hv': 'hvm', 'baremetal': 'hvm'},
 }
 
-_V1_0 = (1, 0)
-
-# ImageMetaProps 1.44 fields in Nova's declaration order (the order
-# obj_to_primitive writes them): name -> (kind, version added).
-PROPS_FIELDS = dict([
-    ('hw_architecture', ('architecture', _V1_0)),
-    ('hw_emulation_architecture', ('architecture', (1, 31))),
-    ('hw_auto_disk_config', (STRING, _V1_0)),
-    ('hw_boot_menu', (BOOLEAN, _V1_0)),
-    ('hw_cdrom_bus', ('disk_bus', _V1_0)),
-    ('hw_cpu_cores', (INTEGER, _V1_0)),
-    ('hw_cpu_sockets', (INTEGER, _V1_0)),
-    ('hw_cpu_max_cores', (INTEGER, _V1_0)),
-    ('hw_cpu_max_sockets', (INTEGER, _V1_0)),
-    ('hw_cpu_max_threads', (INTEGER, _V1_0)),
-    ('hw_cpu_policy', ('cpu_allocation_policy', _V1_0)),
-    ('hw_cpu_thread_policy', ('cpu_thread_allocation_policy', (1, 9))),
-    ('hw_cpu_realtime_mask', (STRING, (1, 10))),
-    ('hw_cpu_threads', (INTEGER, _V1_0)),
-    ('hw_device_id', (INTEGER, _V1_0)),
-    ('hw_disk_bus', ('disk_bus', _V1_0)),
-    ('hw_disk_type', (STRING, _V1_0)),
-    ('hw_floppy_bus', ('disk_bus', _V1_0)),
-    ('hw_firmware_type', ('firmware_type', (1, 11))),
-    ('hw_firmware_stateless', (BOOLEAN, (1, 38))),
-    ('hw_input_bus', ('input_bus', (1, 29))),
-    ('hw_ipxe_boot', (BOOLEAN, _V1_0)),
-    ('hw_locked_memory', (BOOLEAN, (1, 33))),
-    ('hw_machine_type', (STRING, _V1_0)),
-    ('hw_mem_encryption', (BOOLEAN, (1, 24))),
-    ('hw_mem_encryption_model', ('mem_encryption_model', (1, 42))),
-    ('hw_mem_page_size', (STRING, _V1_0)),
-    ('hw_numa_nodes', (INTEGER, _V1_0)),
-    ('hw_numa_cpus', (INTEGER_SET_LIST, _V1_0)),
-    ('hw_numa_mem', (INTEGER_LIST, _V1_0)),
-    ('hw_pci_numa_affinity_policy', ('pci_numa_affinity_policy', (1, 25))),
-    ('hw_pointer_model', ('pointer_model', (1, 14))),
-    ('hw_pmu', (BOOLEAN, (1, 23))),
-    ('hw_qemu_guest_agent', (BOOLEAN, _V1_0)),
-    ('hw_rescue_bus', ('disk_bus', (1, 15))),
-    ('hw_rescue_device', ('block_device_type', (1, 15))),
-    ('hw_rng_model', ('rng_model', _V1_0)),
-    ('hw_time_hpet', (BOOLEAN, (1, 21))),
-    ('hw_serial_port_count', (INTEGER, _V1_0)),
-    ('hw_scsi_model', ('scsi_model', _V1_0)),
-    ('hw_video_model', ('video_model', _V1_0)),
-    ('hw_video_ram', (INTEGER, _V1_0)),
-    ('hw_vif_model', ('vif_model', _V1_0)),
-    ('hw_viommu_model', ('viommu_model', (1, 34))),
-    ('hw_vm_mode', ('vm_mode', _V1_0)),
-    ('hw_watchdog_action', ('watchdog_action', _V1_0)),
-    ('hw_vif_multiqueue_enabled', (BOOLEAN, (1, 4))),
-    ('hw_tpm_model', ('tpm_model', (1, 27))),
-    ('hw_tpm_version', ('tpm_version', (1, 27))),
-    ('hw_ephemeral_encryption', (BOOLEAN, (1, 32))),
-    ('hw_ephemeral_encryption_format',
-     ('block_device_encryption_format', (1, 32))),
-    ('hw_ephemeral_encryption_secret_uuid', (UUID, (1, 37))),
-    ('hw_virtio_packed_ring', (BOOLEAN, (1, 35))),
-    ('hw_maxphysaddr_mode', ('max_phys_addr_mode', (1, 36))),
-    ('hw_maxphysaddr_bits', (INTEGER, (1, 36))),
-    ('hw_sound_model', ('sound_model', (1, 40))),
-    ('hw_usb_model', ('usb_controller_model', (1, 41))),
-    ('hw_redirected_usb_ports', (INTEGER, (1, 41))),
-    ('img_bittorrent', (BOOLEAN, _V1_0)),
-    ('img_bdm_v2', (BOOLEAN, _V1_0)),
-    ('img_block_device_mapping', (DICT_LIST, _V1_0)),
-    ('img_cache_in_nova', (BOOLEAN, _V1_0)),
-    ('img_compression_level', (INTEGER, _V1_0)),
-    ('img_hv_requested_version', (VERSION_PREDICATE, (1, 2))),
-    ('img_hv_type', ('hv_type', (1, 2))),
-    ('img_config_drive', ('config_drive_policy', (1, 7))),
-    ('img_linked_clone', (BOOLEAN, _V1_0)),
-    ('img_mappings', (DICT_LIST, _V1_0)),
-    ('img_owner_id', (STRING, _V1_0)),
-    ('img_root_device_name', (STRING, _V1_0)),
-    ('img_use_agent', (BOOLEAN, _V1_0)),
-    ('img_version', (INTEGER, _V1_0)),
-    ('img_signature', (STRING, (1, 12))),
-    ('img_signature_hash_method', ('image_signature_hash_type', (1, 12))),
-    ('img_signature_certificate_uuid', (UUID, (1, 12))),
-    ('img_signature_key_type', ('image_signature_key_type', (1, 12))),
-    ('img_hide_hypervisor_id', (BOOLEAN, (1, 19))),
-    ('os_admin_user', (STRING, (1, 5))),
-    ('os_command_line', (STRING, _V1_0)),
-    ('os_distro', (STRING, _V1_0)),
-    ('os_require_quiesce', (BOOLEAN, (1, 1))),
-    ('os_secure_boot', ('secure_boot', (1, 13))),
-    ('os_skip_agent_inject_files_at_boot', (BOOLEAN, _V1_0)),
-    ('os_skip_agent_inject_ssh', (BOOLEAN, _V1_0)),
-    ('os_type', ('os_type', _V1_0)),
-    ('traits_required', (STRING_LIST, (1, 20))),
-])
-
-# Nova's backport never removes the 1.12 signature fields, so they stay in
-# primitives for targets below 1.12 too.
-KEPT_BELOW_ADDED = frozenset([
-    'img_signature', 'img_signature_hash_method',
-    'img_signature_certificate_uuid', 'img_signature_key_type'])
-
-# (field, value, first version that accepts it): backporting a primitive
-# holding the value to an older target fails. Nova checks these before it
-# drops fields, so a value of a dropped field can still refuse.
-TOO_NEW_VALUES = (
-    ('hw_mem_encryption_model', 'intel-tdx', (1, 44)),
-    ('hw_mem_encryption_model', 'amd-sev-snp', (1, 43)),
-    ('hw_vif_model', 'igb', (1, 39)),
-    ('hw_video_model', 'bochs', (1, 30)),
-    ('hw_pci_numa_affinity_policy', 'socket', (1, 28)),
-    ('hw_cpu_policy', 'mixed', (1, 26)),
-    ('hw_video_model', 'gop', (1, 22)),
-    ('hw_video_model', 'virtio', (1, 22)),
-    ('hw_video_model', 'none', (1, 22)),
-    ('hw_disk_bus', 'lxc', (1, 6)),
-    ('hw_disk_bus', 'uml', (1, 6)),
-)
-
-# Legacy property name -> current field, applied before current names.
-LEGACY_NAMES = dict([
-    ('architecture', 'hw_architecture'),
-    ('owner_id', 'img_owner_id'),
-    ('vmware_disktype', 'hw_disk_type'),
-    ('vmware_image_version', 'img_version'),
-    ('vmware_ostype', 'os_distro'),
-    ('auto_disk_config', 'hw_auto_disk_config'),
-    ('ipxe_boot', 'hw_ipxe_boot'),
-    ('xenapi_device_id', 'hw_device_id'),
-    ('xenapi_image_compression_level', 'img_compression_level'),
-    ('vmware_linked_clone', 'img_linked_clone'),
-    ('xenapi_use_agent', 'img_use_agent'),
-    ('xenapi_skip_agent_inject_ssh', 'os_skip_agent_inject_ssh'),
-    ('xenapi_skip_agent_inject_files_at_boot',
-     'os_skip_agent_inject_files_at_boot'),
-    ('cache_in_nova', 'img_cache_in_nova'),
-    ('vm_mode', 'hw_vm_mode'),
-    ('bittorrent', 'img_bittorrent'),
-    ('mappings', 'img_mappings'),
-    ('block_device_mapping', 'img_block_device_mapping'),
-    ('bdm_v2', 'img_bdm_v2'),
-    ('root_device_name', 'img_root_device_name'),
-    ('hypervisor_version_requires', 'img_hv_requested_version'),
-    ('hypervisor_type', 'img_hv_type'),
-])
-
-TRAIT_PREFIX = 'trait:'
-
-SM_IMAGE_PROP_PREFIX = 'image_'
-SM_INHERITABLE_KEYS = ('min_ram', 'min_disk', 'disk_format',
-                       'container_format')
-SM_SKIP_KEYS = ('mappings', 'block_device_mapping', 'img_mappings',
-                'img_block_device_mapping')
-SM_VALUE_BYTES = 255
-
-# ImageMeta 1.8 fields in declaration order: name -> kind. The timestamps
-# are kept as the ISO 8601 strings the primitive holds.
-IMAGE_FIELDS = dict([
-    ('id', UUID), ('name', STRING), ('status', STRING),
-    ('visibility', STRING), ('protected', BOOLEAN), ('checksum', STRING),
-    ('owner', STRING), ('size', INTEGER), ('virtual_size', INTEGER),
-    ('container_format', STRING), ('disk_format', STRING),
-    ('created_at', 'datetime'), ('updated_at', 'datetime'),
-    ('tags', STRING_LIST), ('direct_url', STRING), ('min_ram', INTEGER),
-    ('min_disk', INTEGER), ('properties', 'object'),
-])
 # Parts of a derived image compared with the stored one (min_disk is
 # flavor-adjusted in system metadata, so it differs by construction).
 COMPARED_IMAGE_FIELDS = ('id', 'min_ram', 'disk_format', 'container_format')
-# Properties system metadata never keeps (SM_SKIP_KEYS): a spec written
-# from Glance may hold them, a derived image never does.
+# Properties system metadata never keeps (image_fields.SM_SKIP_KEYS): a
+# spec written from Glance may hold them, a derived image never does.
 UNDERIVABLE_PROPERTIES = ('img_mappings', 'img_block_device_mapping')
 
 
 def _refuse(name, value, reason):
-    return ImageMetaError('image %s=%s: %s'
-                          % (name, primitive.short(value), reason))
+    return image_fields.ImageMetaError(
+        'image %s=%s: %s' % (name, primitive.short(value), reason))
 
 
 def _as_string(name, value):
@@ -325,7 +87,7 @@ def _as_int(name, value):
 
 
 def _too_new(name, value, release):
-    for field, newer, added in TOO_NEW_VALUES:
+    for field, newer, added in image_fields.TOO_NEW_VALUES:
         if field == name and value == newer:
             return added > release.props_version
     return False
@@ -338,7 +100,8 @@ def _as_enum(name, kind, value, release):
             raise _refuse(name, value, 'not a string')
         value = value.lower()
         value = aliases.get(value, value)
-    if (not isinstance(value, str) or value not in ENUM_VALUES[kind]
+    if (not isinstance(value, str)
+            or value not in image_fields.ENUM_VALUES[kind]
             or _too_new(name, value, release)):
         raise _refuse(name, value, 'not a valid %s' % kind.replace('_', ' '))
     return value
@@ -447,39 +210,28 @@ def _coerced_set(values):
     return stored
 
 
-def known_properties(release):
-    """The ImageMetaProps fields ``release`` knows, in declaration order."""
-    return _known_properties(release.props_version)
-
-
-@functools.lru_cache(maxsize=None)
-def _known_properties(props_version):
-    return tuple(name for name, (kind, added) in PROPS_FIELDS.items()
-                 if added <= props_version)
-
-
 def coerce_property(name, value, release=releases.LATEST):
     """Coerce one value set on ImageMetaProps field ``name`` as Nova does.
 
     ``release`` is the Nova release whose rules apply.
     """
-    kind = PROPS_FIELDS[name][0]
+    kind = image_fields.PROPS_FIELDS[name][0]
     if value is None:
         raise _refuse(name, value, 'cannot be None')
-    if kind == BOOLEAN:
+    if kind == image_fields.BOOLEAN:
         return strutils.bool_from_string(value)
-    if kind == INTEGER:
+    if kind == image_fields.INTEGER:
         return _as_int(name, value)
-    if kind == STRING:
+    if kind == image_fields.STRING:
         return _as_string(name, value)
-    if kind == UUID:
+    if kind == image_fields.UUID:
         # Nova only warns about a malformed UUID and keeps the text.
         return '%s' % (value,)
-    if kind == VERSION_PREDICATE:
+    if kind == image_fields.VERSION_PREDICATE:
         return _as_version_predicate(name, value, release)
-    if kind == DICT_LIST:
+    if kind == image_fields.DICT_LIST:
         return _as_dict_list(name, value)
-    if kind in ENUM_VALUES:
+    if kind in image_fields.ENUM_VALUES:
         return _as_enum(name, kind, value, release)
     raise _refuse(name, value, 'cannot be set from a single value')
 
@@ -504,7 +256,7 @@ def props_from_strings(raw, release=releases.LATEST):
     that release's Nova raises.
     """
     props = {}
-    for legacy, current in LEGACY_NAMES.items():
+    for legacy, current in image_fields.LEGACY_NAMES.items():
         if legacy in raw:
             props[current] = coerce_property(current, raw[legacy], release)
     adapter = raw.get('vmware_adaptertype')
@@ -514,7 +266,7 @@ def props_from_strings(raw, release=releases.LATEST):
         props['hw_disk_bus'] = 'scsi'
         props['hw_scsi_model'] = coerce_property('hw_scsi_model', adapter,
                                                  release)
-    for name in known_properties(release):
+    for name in image_fields.known_properties(release):
         if name == 'hw_numa_cpus':
             cells = _numbered(raw, name, _parse_cpu_spec)
             if cells:
@@ -525,8 +277,9 @@ def props_from_strings(raw, release=releases.LATEST):
                 props[name] = cells
         elif name != 'traits_required' and name in raw:
             props[name] = coerce_property(name, raw[name], release)
-    traits = [str(key)[len(TRAIT_PREFIX):] for key, value in raw.items()
-              if str(key).startswith(TRAIT_PREFIX)
+    traits = [str(key)[len(image_fields.TRAIT_PREFIX):]
+              for key, value in raw.items()
+              if str(key).startswith(image_fields.TRAIT_PREFIX)
               and str(value) == 'required']
     if traits:
         props['traits_required'] = traits
@@ -548,18 +301,19 @@ def image_from_system_metadata(sysmeta, image_ref, release=releases.LATEST):
     properties = {}
     for key, value in sysmeta.items():
         if not isinstance(key, str):
-            raise ImageMetaError('system metadata key %s is not a string'
-                                 % primitive.short(key))
+            raise image_fields.ImageMetaError(
+                'system metadata key %s is not a string'
+                % primitive.short(key))
         if value is None:
             continue
         if not isinstance(value, str):
             value = _as_string('system_metadata[%s]' % key, value)
         # Every key is considered, not only image_* ones, as Nova does.
-        if key.startswith(SM_IMAGE_PROP_PREFIX):
-            key = key[len(SM_IMAGE_PROP_PREFIX):]
-        if key in SM_SKIP_KEYS:
+        if key.startswith(image_fields.SM_IMAGE_PROP_PREFIX):
+            key = key[len(image_fields.SM_IMAGE_PROP_PREFIX):]
+        if key in image_fields.SM_SKIP_KEYS:
             continue
-        if key in SM_INHERITABLE_KEYS:
+        if key in image_fields.SM_INHERITABLE_KEYS:
             inherited[key] = value
         else:
             properties[key] = value
@@ -568,7 +322,7 @@ def image_from_system_metadata(sysmeta, image_ref, release=releases.LATEST):
         image_ref = _as_string('image_ref', image_ref)
         if image_ref:
             image['id'] = image_ref
-    for key in SM_INHERITABLE_KEYS:
+    for key in image_fields.SM_INHERITABLE_KEYS:
         if key not in inherited:
             continue
         if key in ('min_ram', 'min_disk'):
@@ -579,7 +333,7 @@ def image_from_system_metadata(sysmeta, image_ref, release=releases.LATEST):
     return image
 
 
-def truncate_utf8(value, length=SM_VALUE_BYTES):
+def truncate_utf8(value, length=image_fields.SM_VALUE_BYTES):
     """``value`` cut to ``length`` UTF-8 bytes on a character boundary."""
     encoded = value.encode('utf-8')[:length]
     # Only a character cut at the end can be incomplete.
@@ -598,8 +352,9 @@ def _same_property(stored, derived):
 
 
 def _property_order(names):
-    known = [n for n in PROPS_FIELDS if n in names]
-    return known + sorted(n for n in names if n not in PROPS_FIELDS)
+    known = [n for n in image_fields.PROPS_FIELDS if n in names]
+    return known + sorted(n for n in names
+                          if n not in image_fields.PROPS_FIELDS)
 
 
 def differing_fields(stored, derived):

@@ -22,6 +22,7 @@ import fixtures
 import testtools
 
 from healreq.objects import image
+from healreq.objects import image_fields
 from healreq.objects import numa
 from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
@@ -139,10 +140,10 @@ class ImageRulesTest(testtools.TestCase):
                           'hw_firmware_stateless': True},
                          image.props_from_strings(raw, LATEST))
         self.assertNotIn('hw_firmware_stateless',
-                         image.known_properties(CARACAL))
+                         image_fields.known_properties(CARACAL))
 
     def test_enum_values_newer_than_the_release(self):
-        self.assertRaises(image.ImageMetaError, image.coerce_property,
+        self.assertRaises(image_fields.ImageMetaError, image.coerce_property,
                           'hw_vif_model', 'igb', CARACAL)
         self.assertEqual('igb', image.coerce_property('hw_vif_model', 'igb',
                                                       EPOXY))
@@ -157,12 +158,14 @@ class ImageRulesTest(testtools.TestCase):
             self.assertEqual(value, image.coerce_property(
                 'img_hv_requested_version', value, LATEST))
         for value in ('>=1.0.0.0', '>=1.0rc1', '>=v1.0', '>=1'):
-            self.assertRaises(image.ImageMetaError, image.coerce_property,
+            self.assertRaises(image_fields.ImageMetaError,
+                              image.coerce_property,
                               'img_hv_requested_version', value, ZED)
             self.assertEqual(value, image.coerce_property(
                 'img_hv_requested_version', value, EPOXY))
         for value in ('1.0', '>=', '>=1.0)(x'):
-            self.assertRaises(image.ImageMetaError, image.coerce_property,
+            self.assertRaises(image_fields.ImageMetaError,
+                              image.coerce_property,
                               'img_hv_requested_version', value, ZED)
 
 
