@@ -30,15 +30,13 @@ sets of integers.
 
 import collections.abc
 import datetime
-import re
 
 from oslo_utils import strutils
-from oslo_utils import versionutils
-from packaging import version as packaging_version
 
 from healreq.objects import image_fields
 from healreq.objects import notation
 from healreq.objects import primitive
+from healreq.objects import version_predicates
 from healreq import releases
 
 
@@ -107,62 +105,14 @@ def _as_enum(name, kind, value, release):
     return value
 
 
-# The packaging grammar of oslo.utils' VersionPredicate, for oslo.utils
-# releases before 7.4 (Zed's 6.0.2 included), which lack it.
-_PREDICATE_PART = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s]+)\s*$')
-
-
-def _check_packaging_predicate(value):
-    predicate = getattr(versionutils, 'VersionPredicate', None)
-    if predicate is not None:
-        predicate(value)
-        return
-    for part in value.split(','):
-        match = _PREDICATE_PART.match(part)
-        if not match:
-            raise ValueError('bad package restriction syntax: %s' % part)
-        try:
-            packaging_version.Version(match.group(2))
-        except packaging_version.InvalidVersion as exc:
-            raise ValueError(str(exc))
-
-
-# distutils' VersionPredicate, which oslo.versionedobjects before 3.6
-# applied to 'check (VALUE)': a package name, then a parenthesised list
-# of comparisons with StrictVersion numbers (1.2, 1.2.3, 1.2a1...).
-_DISTUTILS_NAME = re.compile(r'(?i)^\s*([a-z_]\w*(?:\.[a-z_]\w*)*)(.*)',
-                             re.ASCII)
-_DISTUTILS_PARENS = re.compile(r'^\s*\((.*)\)\s*$')
-_DISTUTILS_PART = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s,]+)\s*$')
-_STRICT_VERSION = re.compile(r'^(\d+) \. (\d+) (\. (\d+))? ([ab](\d+))?$',
-                             re.VERBOSE | re.ASCII)
-
-
-def _check_distutils_predicate(value):
-    text = ('check (%s)' % value).strip()
-    rest = _DISTUTILS_NAME.match(text).group(2).strip()
-    if not rest:
-        return
-    parens = _DISTUTILS_PARENS.match(rest)
-    if not parens:
-        raise ValueError('expected parenthesized list: %r' % rest)
-    for part in parens.group(1).split(','):
-        comparison = _DISTUTILS_PART.match(part)
-        if not comparison:
-            raise ValueError('bad package restriction syntax: %r' % part)
-        if not _STRICT_VERSION.match(comparison.group(2)):
-            raise ValueError('invalid version number %r'
-                             % comparison.group(2))
-
-
 def _as_version_predicate(name, value, release):
     if not isinstance(value, str):
         raise _refuse(name, value, 'not a string')
     try:
         if release.version_predicates == releases.DISTUTILS:
-            _check_distutils_predicate(value)
+            version_predicates.check_distutils(value)
         else:
-            _check_packaging_predicate(value)
+            version_predicates.check_packaging(value)
     except ValueError as exc:
         raise _refuse(name, value, 'not a version predicate (%s)' % exc)
     return value
