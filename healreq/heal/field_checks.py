@@ -24,10 +24,12 @@ FIELD_NAMES is the order of checks and of the report.
 import dataclasses
 import functools
 
+from healreq.heal import describe
 from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Note
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
+from healreq.objects import image_fields
 from healreq.objects import image_primitive
 from healreq.objects import instance_group as group_obj
 from healreq.objects import numa as numa_obj
@@ -149,7 +151,7 @@ class Inputs:
                         self.system_metadata or {}, self.instance['image_ref'],
                         self.release)
                 return _derive_image(*key, self.release)
-            except image_obj.ImageMetaError as exc:
+            except image_fields.ImageMetaError as exc:
                 raise DerivationError(
                     'instance-image-invalid',
                     'Nova cannot build the image from system metadata: %s'
@@ -287,8 +289,8 @@ def check_image(spec, inputs, profile):
         if not profile.named:
             _refuse_lost_properties(stored, inputs.system_metadata or {},
                                     written)
-        before, after = image_obj.describe_difference(stored, written,
-                                                      differing)
+        before, after = describe.describe_difference(stored, written,
+                                                     differing)
     else:
         before, after = 'none', 'id %s' % derived.get('id', '(volume)')
     return FieldChange('image', before, after), {'image': healed}
@@ -339,7 +341,7 @@ def image_to_store(image, stored_primitive, profile):
         try:
             healed = image_primitive.image_to_primitive(image, image_version,
                                                         props_version)
-        except image_obj.ImageMetaError:
+        except image_fields.ImageMetaError:
             continue
         written = image_primitive.image_from_primitive(healed, 'healed image')
         if not image_obj.differing_fields(written, image):

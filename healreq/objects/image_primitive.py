@@ -19,7 +19,7 @@ the object versions the deployment uses, dropping what an older version
 does not have and refusing values it cannot hold, as Nova's backport does.
 """
 
-from healreq.objects import image as image_obj
+from healreq.objects import image_fields
 from healreq.objects import primitive
 
 PrimitiveError = primitive.PrimitiveError
@@ -49,21 +49,21 @@ def _read_list(value, what):
 def _read_value(kind, value, what):
     if value is None:
         raise PrimitiveError('%s is null' % what)
-    if kind == image_obj.BOOLEAN:
+    if kind == image_fields.BOOLEAN:
         if not isinstance(value, bool):
             raise PrimitiveError('%s is not a boolean: %s'
                                  % (what, primitive.short(value)))
         return value
-    if kind == image_obj.INTEGER:
+    if kind == image_fields.INTEGER:
         return _read_int(value, what)
-    if kind == image_obj.STRING_LIST:
+    if kind == image_fields.STRING_LIST:
         return [_read_str(v, what) for v in _read_list(value, what)]
-    if kind == image_obj.INTEGER_LIST:
+    if kind == image_fields.INTEGER_LIST:
         return [_read_int(v, what) for v in _read_list(value, what)]
-    if kind == image_obj.INTEGER_SET_LIST:
+    if kind == image_fields.INTEGER_SET_LIST:
         return [set(_read_int(v, what) for v in _read_list(cell, what))
                 for cell in _read_list(value, what)]
-    if kind == image_obj.DICT_LIST:
+    if kind == image_fields.DICT_LIST:
         result = []
         for item in _read_list(value, what):
             if not isinstance(item, dict) or not all(
@@ -85,9 +85,9 @@ def props_from_primitive(document, what):
     are ignored, as Nova's loader ignores them). Raises PrimitiveError for
     a malformed primitive or a value Nova never writes for the field.
     """
-    data = primitive.unwrap(document, image_obj.PROPS_NAME, what)
+    data = primitive.unwrap(document, image_fields.PROPS_NAME, what)
     props = {}
-    for name, (kind, _added) in image_obj.PROPS_FIELDS.items():
+    for name, (kind, _added) in image_fields.PROPS_FIELDS.items():
         if name in data:
             props[name] = _read_value(kind, data[name],
                                       '%s.%s' % (what, name))
@@ -100,9 +100,9 @@ def image_from_primitive(document, what):
     ``properties`` is parsed by props_from_primitive; timestamps stay the
     strings (or None) stored. Raises PrimitiveError for malformed input.
     """
-    data = primitive.unwrap(document, image_obj.IMAGE_NAME, what)
+    data = primitive.unwrap(document, image_fields.IMAGE_NAME, what)
     image = {}
-    for name, kind in image_obj.IMAGE_FIELDS.items():
+    for name, kind in image_fields.IMAGE_FIELDS.items():
         if name not in data:
             continue
         value = data[name]
@@ -118,12 +118,12 @@ def image_from_primitive(document, what):
 
 
 def _serialise(kind, value):
-    if kind == image_obj.INTEGER_SET_LIST:
+    if kind == image_fields.INTEGER_SET_LIST:
         # Nova writes each set in iteration order; sorted is equivalent.
         return [sorted(cell) for cell in value]
-    if kind in (image_obj.STRING_LIST, image_obj.INTEGER_LIST):
+    if kind in (image_fields.STRING_LIST, image_fields.INTEGER_LIST):
         return list(value)
-    if kind == image_obj.DICT_LIST:
+    if kind == image_fields.DICT_LIST:
         return [dict(item) for item in value]
     return value
 
@@ -132,7 +132,7 @@ def _target_version(name, version):
     try:
         return primitive.target_version(name, version)
     except PrimitiveError as exc:
-        raise image_obj.ImageMetaError(str(exc))
+        raise image_fields.ImageMetaError(str(exc))
 
 
 def props_to_primitive(props, version):
@@ -140,32 +140,32 @@ def props_to_primitive(props, version):
 
     Drops the fields ``version`` lacks, and ``hw_watchdog_action=disabled``
     below 1.16, the way Nova's obj_make_compatible does; raises
-    image_obj.ImageMetaError for values it refuses to backport (e.g. ``mixed``
+    ImageMetaError for values it refuses to backport (e.g. ``mixed``
     hw_cpu_policy below 1.26). No change list is written.
     """
-    target = _target_version(image_obj.PROPS_NAME, version)
-    unknown = sorted(set(props) - set(image_obj.PROPS_FIELDS))
+    target = _target_version(image_fields.PROPS_NAME, version)
+    unknown = sorted(set(props) - set(image_fields.PROPS_FIELDS))
     if unknown:
-        raise image_obj.ImageMetaError('not ImageMetaProps fields: %s'
-                                       % ', '.join(unknown))
+        raise image_fields.ImageMetaError('not ImageMetaProps fields: %s'
+                                          % ', '.join(unknown))
     data = {}
-    for name, (kind, _added) in image_obj.PROPS_FIELDS.items():
+    for name, (kind, _added) in image_fields.PROPS_FIELDS.items():
         if name in props:
             data[name] = _serialise(kind, props[name])
-    if target != primitive.NEWEST[image_obj.PROPS_NAME]:
-        for name, value, since in image_obj.TOO_NEW_VALUES:
+    if target != primitive.NEWEST[image_fields.PROPS_NAME]:
+        for name, value, since in image_fields.TOO_NEW_VALUES:
             if target < since and data.get(name) == value:
-                raise image_obj.ImageMetaError(
+                raise image_fields.ImageMetaError(
                     '%s=%s cannot be written as %s %s (needs %d.%d)'
-                    % (name, value, image_obj.PROPS_NAME, version, since[0],
+                    % (name, value, image_fields.PROPS_NAME, version, since[0],
                        since[1]))
-        for name, (_kind, added) in image_obj.PROPS_FIELDS.items():
-            if target < added and name not in image_obj.KEPT_BELOW_ADDED:
+        for name, (_kind, added) in image_fields.PROPS_FIELDS.items():
+            if target < added and name not in image_fields.KEPT_BELOW_ADDED:
                 data.pop(name, None)
         if (target < (1, 16)
                 and data.get('hw_watchdog_action') == 'disabled'):
             del data['hw_watchdog_action']
-    return primitive.wrap(image_obj.PROPS_NAME, version, data)
+    return primitive.wrap(image_fields.PROPS_NAME, version, data)
 
 
 def image_to_primitive(image, image_version, props_version):
@@ -173,17 +173,17 @@ def image_to_primitive(image, image_version, props_version):
 
     ``properties`` is written by props_to_primitive at ``props_version``.
     """
-    _target_version(image_obj.IMAGE_NAME, image_version)
-    unknown = sorted(set(image) - set(image_obj.IMAGE_FIELDS))
+    _target_version(image_fields.IMAGE_NAME, image_version)
+    unknown = sorted(set(image) - set(image_fields.IMAGE_FIELDS))
     if unknown:
-        raise image_obj.ImageMetaError('not ImageMeta fields: %s'
-                                       % ', '.join(unknown))
+        raise image_fields.ImageMetaError('not ImageMeta fields: %s'
+                                          % ', '.join(unknown))
     data = {}
-    for name, kind in image_obj.IMAGE_FIELDS.items():
+    for name, kind in image_fields.IMAGE_FIELDS.items():
         if name not in image:
             continue
         if name == 'properties':
             data[name] = props_to_primitive(image[name], props_version)
         else:
             data[name] = _serialise(kind, image[name])
-    return primitive.wrap(image_obj.IMAGE_NAME, image_version, data)
+    return primitive.wrap(image_fields.IMAGE_NAME, image_version, data)

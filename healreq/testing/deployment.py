@@ -15,9 +15,12 @@
 
 Used by the functional tests and by ``nova-heal demo``: they create the
 table subset of ``healreq.db.tables`` and fill it with rows shaped the way
-Nova 34 writes them (see the object formats in the README).
+Nova 34 writes them (see the object formats in the README). For the pure
+decision tests, instance_record builds what the walker reads about one
+instance, without a database.
 """
 
+import copy
 import datetime
 import json
 import uuid as uuidlib
@@ -26,6 +29,7 @@ import sqlalchemy as sa
 
 from healreq import clock
 from healreq.db import tables
+from healreq.heal import decisions
 
 CELL0_UUID = tables.CELL0_UUID
 PROJECT_ID = '8f3c2b8a4e5d4f6a9b7c1d2e3f405162'
@@ -35,6 +39,10 @@ IMAGE_ID = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
 IMAGE_PROPERTIES = {'hw_architecture': 'x86_64', 'os_distro': 'ubuntu'}
 # The default of add_service's last_seen_up: the time of the call.
 _NOW = object()
+# The instance of instance_record, and the cell it is mapped to.
+INSTANCE_UUID = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
+CELL_MAPPING = {'id': 1, 'uuid': '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c',
+                'name': 'cell1'}
 
 
 def envelope(name, version, data, changes=None):
@@ -161,6 +169,58 @@ def instance_flavors(cur, old=None, new=None):
         return primitive
     return json.dumps({'cur': nulled(cur), 'old': nulled(old),
                        'new': nulled(new)})
+
+
+def instance_record(cur, uuid=INSTANCE_UUID, old=None, new=None,
+                    spec='build', spec_flavor=None, extras='build',
+                    extra_flavor=None, extra_columns=None, mapping='build',
+                    system_metadata=(), migrations=(),
+                    failed_resize_flavor_ids=frozenset(), **instance_values):
+    """The decisions.InstanceRecord the walker reads for one instance.
+
+    By default a live instance of flavor ``cur`` (a Flavor primitive),
+    active on compute-1 and mapped to CELL_MAPPING, whose request spec
+    holds ``spec_flavor`` (default ``cur``). ``instance_values`` override
+    columns of its instances row. ``spec`` is 'build', None (no
+    request_specs row) or the stored text. ``extras`` is 'build' (one
+    instance_extra row: ``extra_flavor``, by default the text of ``cur``,
+    ``old`` and ``new``, then ``extra_columns``) or the list of rows;
+    ``mapping`` is 'build', None or the instance_mappings row.
+    ``system_metadata`` is a ``key -> value`` dict (no row deleted) or
+    the ``(key, value, deleted)`` tuples in row id order.
+    """
+    data = cur['nova_object.data']
+    instance = {
+        'id': 17, 'uuid': uuid, 'deleted': 0, 'hidden': False,
+        'vm_state': 'active', 'task_state': None, 'host': 'compute-1',
+        'updated_at': LONG_AGO, 'instance_type_id': data['id'],
+        'vcpus': data['vcpus'], 'memory_mb': data['memory_mb'],
+        'root_gb': data['root_gb'], 'ephemeral_gb': data['ephemeral_gb'],
+        'project_id': PROJECT_ID, 'user_id': USER_ID, 'image_ref': IMAGE_ID,
+        'availability_zone': 'az1',
+    }
+    instance.update(instance_values)
+    if mapping == 'build':
+        mapping = {'instance_uuid': uuid, 'cell_id': CELL_MAPPING['id'],
+                   'queued_for_delete': False}
+    if extras == 'build':
+        if extra_flavor is None:
+            extra_flavor = instance_flavors(cur, old, new)
+        extras = [dict({'id': 5, 'instance_uuid': uuid,
+                        'flavor': extra_flavor}, **(extra_columns or {}))]
+    if spec == 'build':
+        spec = json.dumps(request_spec(
+            uuid, copy.deepcopy(spec_flavor or cur), spec_id=7))
+    if isinstance(system_metadata, dict):
+        system_metadata = [(key, value, 0)
+                           for key, value in system_metadata.items()]
+    return decisions.InstanceRecord(
+        instance=instance, mapping=mapping, extras=extras,
+        migrations=list(migrations),
+        spec_row=None if spec is None else {
+            'id': 7, 'instance_uuid': uuid, 'spec': spec},
+        failed_resize_flavor_ids=frozenset(failed_resize_flavor_ids),
+        system_metadata=list(system_metadata))
 
 
 class Cell(object):

@@ -34,8 +34,9 @@ import random
 import sys
 import warnings
 
-
+from healreq.heal import describe
 from healreq.objects import image
+from healreq.objects import image_fields
 from healreq.objects import image_primitive
 from healreq.objects import notation
 from healreq.objects import primitive
@@ -114,12 +115,12 @@ def _enum_values(valid, newer=()):
 def _field_names():
     """Nova's ImageMetaProps fields (the grid must not trust our table)."""
     names = list(nova_objects.ImageMetaProps.fields)
-    return names + [n for n in image.PROPS_FIELDS if n not in names]
+    return names + [n for n in image_fields.PROPS_FIELDS if n not in names]
 
 
 def _legacy_names():
     legacy = dict(nova_objects.ImageMetaProps._legacy_property_map)
-    for name, current in image.LEGACY_NAMES.items():
+    for name, current in image_fields.LEGACY_NAMES.items():
         legacy.setdefault(name, current)
     return legacy
 
@@ -138,9 +139,9 @@ def _values(name):
     if isinstance(kind, ovo_fields.VersionPredicate):
         return PREDICATE_VALUES
     if isinstance(kind, ovo_fields.Enum):
-        ours = image.PROPS_FIELDS.get(name, (None,))[0]
+        ours = image_fields.PROPS_FIELDS.get(name, (None,))[0]
         return _enum_values(kind.valid_values,
-                            image.ENUM_VALUES.get(ours, ()))
+                            image_fields.ENUM_VALUES.get(ours, ()))
     if isinstance(kind, ovo_fields.UUID):
         return UUID_VALUES
     if isinstance(kind, ovo_fields.String):
@@ -255,7 +256,7 @@ def _top_level_cases():
             cases.append({'image_%s' % key: value})
         cases.append({key: 'iso'})
         cases.append({'image_%s' % key: None})
-    for key in image.SM_SKIP_KEYS:
+    for key in image_fields.SM_SKIP_KEYS:
         for value in DICT_LIST_VALUES:
             cases.append({'image_%s' % key: value})
             cases.append({key: value})
@@ -310,7 +311,7 @@ def _random_cases(count, seed):
                     CPU_SPECS[:6])
                 case['image_hw_numa_mem.%d' % cell] = rng.choice(
                     ('512', '1024', 'x'))
-        for key in image.SM_INHERITABLE_KEYS:
+        for key in image_fields.SM_INHERITABLE_KEYS:
             if rng.random() < 0.5:
                 case['image_%s' % key] = rng.choice(('0', '512', 'raw'))
         if rng.random() < 0.5:
@@ -425,9 +426,9 @@ def _versions(first=0):
 def _release_enum_values(name, kind):
     """The values of enum ``kind`` field ``name`` takes in base.RELEASE."""
     newest = base.RELEASE.props_version
-    too_new = {value for field, value, added in image.TOO_NEW_VALUES
+    too_new = {value for field, value, added in image_fields.TOO_NEW_VALUES
                if field == name and added > newest}
-    return tuple(v for v in image.ENUM_VALUES[kind] if v not in too_new)
+    return tuple(v for v in image_fields.ENUM_VALUES[kind] if v not in too_new)
 
 
 class ImageCompatTest(base.NovaTestCase):
@@ -482,21 +483,23 @@ class ImageCompatTest(base.NovaTestCase):
         nova_type = field._type
         if isinstance(nova_type, ovo_fields.Enum):
             ours = (_release_enum_values(name, kind)
-                    if kind in image.ENUM_VALUES else None)
+                    if kind in image_fields.ENUM_VALUES else None)
             if tuple(nova_type.valid_values) != ours:
                 return 'enum values %r vs ours %r' % (
                     nova_type.valid_values, ours)
             return None
         expected = {
-            ovo_fields.FlexibleBooleanField: image.BOOLEAN,
-            ovo_fields.IntegerField: image.INTEGER,
-            ovo_fields.StringField: image.STRING,
-            ovo_fields.UUIDField: image.UUID,
-            ovo_fields.VersionPredicateField: image.VERSION_PREDICATE,
-            ovo_fields.ListOfStringsField: image.STRING_LIST,
-            ovo_fields.ListOfIntegersField: image.INTEGER_LIST,
-            ovo_fields.ListOfSetsOfIntegersField: image.INTEGER_SET_LIST,
-            ovo_fields.ListOfDictOfNullableStringsField: image.DICT_LIST,
+            ovo_fields.FlexibleBooleanField: image_fields.BOOLEAN,
+            ovo_fields.IntegerField: image_fields.INTEGER,
+            ovo_fields.StringField: image_fields.STRING,
+            ovo_fields.UUIDField: image_fields.UUID,
+            ovo_fields.VersionPredicateField: image_fields.VERSION_PREDICATE,
+            ovo_fields.ListOfStringsField: image_fields.STRING_LIST,
+            ovo_fields.ListOfIntegersField: image_fields.INTEGER_LIST,
+            ovo_fields.ListOfSetsOfIntegersField:
+                image_fields.INTEGER_SET_LIST,
+            ovo_fields.ListOfDictOfNullableStringsField:
+                image_fields.DICT_LIST,
         }.get(type(field))
         if expected != kind:
             return '%s vs ours %s' % (type(field).__name__, kind)
@@ -506,44 +509,44 @@ class ImageCompatTest(base.NovaTestCase):
         props_class = nova_objects.ImageMetaProps
         release = base.RELEASE
         self.assertEqual(list(props_class.fields),
-                         list(image.known_properties(release)))
+                         list(image_fields.known_properties(release)))
         problems = []
         for name, field in props_class.fields.items():
-            problem = self._kind_problem(name, image.PROPS_FIELDS[name][0],
-                                         field)
+            problem = self._kind_problem(
+                name, image_fields.PROPS_FIELDS[name][0], field)
             if problem:
                 problems.append('%s: %s' % (name, problem))
         self.assertEqual([], problems)
         self.assertEqual(list(props_class._legacy_property_map.items()),
-                         list(image.LEGACY_NAMES.items()))
+                         list(image_fields.LEGACY_NAMES.items()))
         self.assertEqual(props_class.NUMA_NODES_MAX, notation.NUMA_NODES_MAX)
         self.assertEqual(props_class.VERSION,
-                         '%d.%d' % release.newest(image.PROPS_NAME))
+                         '%d.%d' % release.newest(image_fields.PROPS_NAME))
         self.assertEqual(nova_objects.ImageMeta.VERSION,
-                         '%d.%d' % release.newest(image.IMAGE_NAME))
+                         '%d.%d' % release.newest(image_fields.IMAGE_NAME))
         self.assertEqual(list(nova_objects.ImageMeta.fields),
-                         list(image.IMAGE_FIELDS))
+                         list(image_fields.IMAGE_FIELDS))
         self.assertEqual(nova_utils.SM_IMAGE_PROP_PREFIX,
-                         image.SM_IMAGE_PROP_PREFIX)
+                         image_fields.SM_IMAGE_PROP_PREFIX)
         self.assertEqual(nova_utils.SM_INHERITABLE_KEYS,
-                         image.SM_INHERITABLE_KEYS)
-        self.assertEqual(nova_utils.SM_SKIP_KEYS, image.SM_SKIP_KEYS)
+                         image_fields.SM_INHERITABLE_KEYS)
+        self.assertEqual(nova_utils.SM_SKIP_KEYS, image_fields.SM_SKIP_KEYS)
 
     def test_every_field_and_value_at_every_version(self):
         """Each field alone, with every value Nova accepts, per version."""
         samples = {
-            image.BOOLEAN: [True, False], image.INTEGER: [0, 7],
-            image.STRING: ['x'], image.UUID: [IMAGE_REF],
-            image.VERSION_PREDICATE: ['>=2.6'],
-            image.STRING_LIST: [['CUSTOM_A', 'CUSTOM_B'], []],
-            image.INTEGER_LIST: [[512, 1024]],
-            image.INTEGER_SET_LIST: [[{0, 1}, {8, 2}], [set()]],
-            image.DICT_LIST: [[{'device_name': 'vda', 'x': None}], []],
+            image_fields.BOOLEAN: [True, False], image_fields.INTEGER: [0, 7],
+            image_fields.STRING: ['x'], image_fields.UUID: [IMAGE_REF],
+            image_fields.VERSION_PREDICATE: ['>=2.6'],
+            image_fields.STRING_LIST: [['CUSTOM_A', 'CUSTOM_B'], []],
+            image_fields.INTEGER_LIST: [[512, 1024]],
+            image_fields.INTEGER_SET_LIST: [[{0, 1}, {8, 2}], [set()]],
+            image_fields.DICT_LIST: [[{'device_name': 'vda', 'x': None}], []],
         }
         cases = 0
         disagreements = []
-        for name in image.known_properties(base.RELEASE):
-            kind = image.PROPS_FIELDS[name][0]
+        for name in image_fields.known_properties(base.RELEASE):
+            kind = image_fields.PROPS_FIELDS[name][0]
             values = samples.get(kind) or list(
                 _release_enum_values(name, kind))
             for value in values:
@@ -682,7 +685,7 @@ class ImageCompatTest(base.NovaTestCase):
                       'min_ram': 512, 'min_disk': 10, 'disk_format': 'raw',
                       'container_format': 'bare', 'size': 1,
                       'properties': dict(properties)}
-            for key in image.SM_INHERITABLE_KEYS:
+            for key in image_fields.SM_INHERITABLE_KEYS:
                 if key in properties:
                     glance[key] = glance['properties'].pop(key)
             spec = _outcome(nova_objects.ImageMeta.from_dict, glance)
@@ -704,7 +707,7 @@ class ImageCompatTest(base.NovaTestCase):
             if names:
                 disagreements.append('%r: %r %r' % (
                     properties, names,
-                    image.describe_difference(stored, derived, names)))
+                    describe.describe_difference(stored, derived, names)))
         self.assertGreater(cases, 2000)
         self._report('boot spec vs system metadata', cases, disagreements,
                      excluded)
@@ -723,7 +726,8 @@ class ImageCompatTest(base.NovaTestCase):
                 disagreements.append('%r: parsed Nova primitive %r, derived '
                                      '%r' % (sysmeta, parsed, ours[1]))
             mine = _json(image_primitive.image_to_primitive(
-                ours[1], '%d.%d' % base.RELEASE.newest(image.IMAGE_NAME),
+                ours[1],
+                '%d.%d' % base.RELEASE.newest(image_fields.IMAGE_NAME),
                 _versions()[-1]))
             expected = _strip_changes(stored)
             if 'hw_numa_cpus' in ours[1]['properties']:

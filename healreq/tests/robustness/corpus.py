@@ -37,9 +37,8 @@ PCI = 'instance_extra.pci_requests'
 SYSMETA = 'system_metadata'
 CATEGORIES = (SPEC, FLAVOR, NUMA, PCI, SYSMETA)
 
-INSTANCE_UUID = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
-CELL = {'id': 1, 'uuid': '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c',
-        'name': 'cell1'}
+INSTANCE_UUID = dep.INSTANCE_UUID
+CELL = dep.CELL_MAPPING
 NOW = datetime.datetime(2024, 6, 1, 12, 0, 0)
 SETTINGS = decisions.Settings(skip_updated_within=0)
 PORT_REQUEST_ID = '5d8a6a4e-8c1b-4f0e-9a2d-3b7c6e5f4a10'
@@ -129,36 +128,21 @@ def for_instance(value, uuid):
 def _record(texts, sysmeta_rows, spec=None, flavor=None, numa_topology=None,
             pci_requests=None, system_metadata=None, null_mirrors=False,
             uuid=INSTANCE_UUID):
-    data = CUR_FLAVOR[primitive.DATA]
-    instance = {
-        'id': 17, 'uuid': uuid, 'deleted': 0, 'hidden': False,
-        'vm_state': 'active', 'task_state': None, 'host': 'compute-1',
-        'updated_at': dep.LONG_AGO, 'instance_type_id': data['id'],
-        'vcpus': data['vcpus'], 'memory_mb': data['memory_mb'],
-        'root_gb': data['root_gb'], 'ephemeral_gb': data['ephemeral_gb'],
-        'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
-        'image_ref': dep.IMAGE_ID, 'availability_zone': 'az1',
-    }
-    if null_mirrors:
-        instance.update(instance_type_id=None, vcpus=None, memory_mb=None,
-                        root_gb=None, ephemeral_gb=None)
-
     def pick(value, category):
         return texts[category] if value is None else value
-    extra = {'id': 5, 'instance_uuid': uuid,
-             'flavor': pick(flavor, FLAVOR),
-             'numa_topology': pick(numa_topology, NUMA),
-             'pci_requests': pick(pci_requests, PCI)}
     rows = sysmeta_rows if system_metadata is None else system_metadata
-    return decisions.InstanceRecord(
-        instance=instance,
-        mapping={'instance_uuid': uuid, 'cell_id': CELL['id'],
-                 'queued_for_delete': False},
-        extras=[extra],
-        spec_row={'id': 7, 'instance_uuid': uuid,
-                  'spec': for_instance(pick(spec, SPEC), uuid)},
+    mirrors = {}
+    if null_mirrors:
+        mirrors = dict(instance_type_id=None, vcpus=None, memory_mb=None,
+                       root_gb=None, ephemeral_gb=None)
+    return dep.instance_record(
+        CUR_FLAVOR, uuid=uuid, spec=for_instance(pick(spec, SPEC), uuid),
+        extra_flavor=pick(flavor, FLAVOR), extra_columns={
+            'numa_topology': pick(numa_topology, NUMA),
+            'pci_requests': pick(pci_requests, PCI)},
         system_metadata=[(row['key'], row['value'], row['deleted'])
-                         for row in sorted(rows, key=lambda r: r['id'])])
+                         for row in sorted(rows, key=lambda r: r['id'])],
+        **mirrors)
 
 
 @dataclasses.dataclass(frozen=True)

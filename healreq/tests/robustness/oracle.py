@@ -21,6 +21,7 @@ from healreq.heal import decisions
 from healreq.heal import findings
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
+from healreq.objects import image_fields
 from healreq.objects import image_primitive
 from healreq.objects import numa as numa_obj
 from healreq.objects import numa_primitive
@@ -169,7 +170,7 @@ def evaluate_document(document, uuid=corpus.INSTANCE_UUID):
 
 
 PrimitiveError = primitive.PrimitiveError
-_IMAGE_ERRORS = (PrimitiveError, image_obj.ImageMetaError)
+_IMAGE_ERRORS = (PrimitiveError, image_fields.ImageMetaError)
 _NUMA_ERRORS = (PrimitiveError, numa_obj.ConstraintError)
 
 

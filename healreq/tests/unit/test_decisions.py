@@ -14,6 +14,7 @@
 
 import copy
 import datetime
+import functools
 import json
 
 import testtools
@@ -26,10 +27,9 @@ from healreq.testing import deployment as dep
 
 Status = findings.Status
 
-INSTANCE_UUID = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
+INSTANCE_UUID = dep.INSTANCE_UUID
 MIGRATION_UUID = '4b0f7d8e-2c1a-4e6f-9a3b-5c7d9e1f2a3b'
-CELL = {'id': 1, 'uuid': '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c',
-        'name': 'cell1'}
+CELL = dep.CELL_MAPPING
 CELL0 = {'id': 3, 'uuid': dep.CELL0_UUID, 'name': 'cell0'}
 NOW = datetime.datetime(2024, 6, 1, 12, 0, 0)
 
@@ -61,38 +61,8 @@ def _settings(**kwargs):
     return decisions.Settings(**values)
 
 
-def _record(cur=A2_MEDIUM, spec_flavor=None, old=None, new=None,
-            mapping='build', extras='build', spec='build', migrations=(),
-            failed_resize_flavor_ids=frozenset(), **instance_values):
-    cur = copy.deepcopy(cur)
-    data = cur[primitive.DATA]
-    instance = {
-        'id': 17, 'uuid': INSTANCE_UUID, 'deleted': 0, 'hidden': False,
-        'vm_state': 'active', 'task_state': None, 'host': 'compute-1',
-        'updated_at': dep.LONG_AGO, 'instance_type_id': data['id'],
-        'vcpus': data['vcpus'], 'memory_mb': data['memory_mb'],
-        'root_gb': data['root_gb'], 'ephemeral_gb': data['ephemeral_gb'],
-        'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
-        'image_ref': '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60',
-        'availability_zone': 'az1',
-    }
-    instance.update(instance_values)
-    if mapping == 'build':
-        mapping = {'instance_uuid': INSTANCE_UUID, 'cell_id': CELL['id'],
-                   'queued_for_delete': False}
-    if extras == 'build':
-        extras = [{'id': 5, 'instance_uuid': INSTANCE_UUID,
-                   'flavor': dep.instance_flavors(cur, old, new)}]
-    if spec == 'build':
-        spec = json.dumps(dep.request_spec(
-            INSTANCE_UUID, copy.deepcopy(spec_flavor or cur), spec_id=7))
-    spec_row = None
-    if spec is not None:
-        spec_row = {'id': 7, 'instance_uuid': INSTANCE_UUID, 'spec': spec}
-    return decisions.InstanceRecord(
-        instance=instance, mapping=mapping, extras=extras,
-        migrations=list(migrations), spec_row=spec_row,
-        failed_resize_flavor_ids=frozenset(failed_resize_flavor_ids))
+# An a2.medium instance whose spec agrees with it, unless overridden.
+_record = functools.partial(dep.instance_record, A2_MEDIUM)
 
 
 def _migration(status='running', migration_type='resize',

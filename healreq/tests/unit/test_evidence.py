@@ -29,9 +29,8 @@ from healreq.testing import deployment as dep
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0)
 UP = NOW - datetime.timedelta(seconds=10)
 DOWN = NOW - datetime.timedelta(days=400)
-INSTANCE_UUID = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
-CELL = {'id': 1, 'uuid': '7cad283c-1d2e-4f5a-8b9c-0d1e2f3a4b5c',
-        'name': 'cell1'}
+INSTANCE_UUID = dep.INSTANCE_UUID
+CELL = dep.CELL_MAPPING
 M1_SMALL = dep.flavor(2, 'm1.small', vcpus=1, memory_mb=2048, root_gb=20)
 M1_LARGE = dep.flavor(4, 'm1.large', vcpus=4, memory_mb=8192, root_gb=80)
 
@@ -171,23 +170,10 @@ class WriteGuardTest(testtools.TestCase):
     def record(self, spec, properties):
         system_metadata = dep.image_system_metadata(
             dict(dep.IMAGE_PROPERTIES, **properties), min_disk=80)
-        instance = {
-            'id': 17, 'uuid': INSTANCE_UUID, 'deleted': 0, 'hidden': False,
-            'vm_state': 'active', 'task_state': None, 'host': 'compute-1',
-            'updated_at': dep.LONG_AGO, 'instance_type_id': 4, 'vcpus': 4,
-            'memory_mb': 8192, 'root_gb': 80, 'ephemeral_gb': 0,
-            'project_id': dep.PROJECT_ID, 'user_id': dep.USER_ID,
-            'image_ref': dep.IMAGE_ID, 'availability_zone': 'az1'}
-        return decisions.InstanceRecord(
-            instance=instance,
-            mapping={'instance_uuid': INSTANCE_UUID, 'cell_id': 1,
-                     'queued_for_delete': False},
-            extras=[{'id': 5, 'instance_uuid': INSTANCE_UUID,
-                     'flavor': dep.instance_flavors(M1_LARGE),
-                     'pci_requests': '[]'}],
-            spec_row={'id': 7, 'instance_uuid': INSTANCE_UUID,
-                      'spec': json.dumps(spec)},
-            system_metadata=[(k, v, 0) for k, v in system_metadata.items()])
+        return dep.instance_record(
+            M1_LARGE, spec=json.dumps(spec),
+            extra_columns={'pci_requests': '[]'},
+            system_metadata=system_metadata)
 
     def evaluate(self, spec_properties, properties, release, named=False):
         spec = dep.request_spec(

@@ -18,6 +18,7 @@ import json
 import testtools
 
 from healreq.objects import image
+from healreq.objects import image_fields
 from healreq.objects import image_primitive
 from healreq.objects import numa
 from healreq.objects import numa_constraints
@@ -82,29 +83,6 @@ def _sysmeta():
     }
 
 
-class FieldTableTest(testtools.TestCase):
-
-    def test_86_fields_with_kinds_and_versions(self):
-        self.assertEqual(86, len(image.PROPS_FIELDS))
-        kinds = [kind for kind, _added in image.PROPS_FIELDS.values()]
-        self.assertEqual(20, kinds.count(image.BOOLEAN))
-        self.assertEqual(14, kinds.count(image.INTEGER))
-        self.assertEqual(11, kinds.count(image.STRING))
-        self.assertEqual(2, kinds.count(image.UUID))
-        self.assertEqual(2, kinds.count(image.DICT_LIST))
-        for kind in kinds:
-            self.assertTrue(kind in image.ENUM_VALUES or '_' in kind
-                            or kind in (image.BOOLEAN, image.INTEGER,
-                                        image.STRING, image.UUID), kind)
-        self.assertEqual(('cpu_allocation_policy', (1, 0)),
-                         image.PROPS_FIELDS['hw_cpu_policy'])
-        self.assertEqual((image.STRING_LIST, (1, 20)),
-                         image.PROPS_FIELDS['traits_required'])
-        self.assertEqual(('mem_encryption_model', (1, 42)),
-                         image.PROPS_FIELDS['hw_mem_encryption_model'])
-        self.assertEqual(22, len(image.LEGACY_NAMES))
-
-
 class CoercionTest(testtools.TestCase):
 
     def test_flexible_booleans(self):
@@ -123,7 +101,7 @@ class CoercionTest(testtools.TestCase):
             self.assertEqual(expected,
                              _props(hw_cpu_cores=value)['hw_cpu_cores'])
         for value in ('two', '', '4.0', '0x10', '1e3'):
-            self.assertRaises(image.ImageMetaError, _props,
+            self.assertRaises(image_fields.ImageMetaError, _props,
                               hw_cpu_cores=value)
 
     def test_strings_and_uuids_are_kept(self):
@@ -139,7 +117,7 @@ class CoercionTest(testtools.TestCase):
             self.assertEqual(value, _props(img_hv_requested_version=value)[
                 'img_hv_requested_version'])
         for value in ('2.6', '>=abc', '', '>=1.0,', '=>1.0', '>=1.*'):
-            self.assertRaises(image.ImageMetaError, _props,
+            self.assertRaises(image_fields.ImageMetaError, _props,
                               img_hv_requested_version=value)
 
     def test_plain_enums_take_exact_values(self):
@@ -152,7 +130,7 @@ class CoercionTest(testtools.TestCase):
                              ('hw_video_model', 'foo'),
                              ('img_signature_hash_method', 'sha-256'),
                              ('hw_watchdog_action', '')):
-            self.assertRaises(image.ImageMetaError, _props,
+            self.assertRaises(image_fields.ImageMetaError, _props,
                               **{field: value})
 
     def test_canonicalised_enums(self):
@@ -178,11 +156,11 @@ class CoercionTest(testtools.TestCase):
                              ('hw_architecture', ' x86_64'),
                              ('img_hv_type', 'esx'),
                              ('os_type', 'bsd')):
-            self.assertRaises(image.ImageMetaError, _props,
+            self.assertRaises(image_fields.ImageMetaError, _props,
                               **{field: value})
 
     def test_lists_of_dicts_cannot_come_from_strings(self):
-        self.assertRaises(image.ImageMetaError, _props,
+        self.assertRaises(image_fields.ImageMetaError, _props,
                           img_mappings='[{"virtual": "root"}]')
         self.assertEqual(
             {'img_block_device_mapping': [{'device_name': 'vda',
@@ -191,8 +169,9 @@ class CoercionTest(testtools.TestCase):
                 {'device_name': 'vda', 'size': 1, 'x': None}]))
 
     def test_none_for_a_known_field_raises(self):
-        self.assertRaises(image.ImageMetaError, _props, hw_disk_bus=None)
-        self.assertRaises(image.ImageMetaError, _props,
+        self.assertRaises(image_fields.ImageMetaError, _props,
+                          hw_disk_bus=None)
+        self.assertRaises(image_fields.ImageMetaError, _props,
                           hw_qemu_guest_agent=None)
 
     def test_unknown_keys_are_ignored(self):
@@ -224,9 +203,9 @@ class LegacyNameTest(testtools.TestCase):
                    hw_vm_mode='exe', vm_mode='xen'))
 
     def test_invalid_legacy_value_raises_even_when_overridden(self):
-        self.assertRaises(image.ImageMetaError, _props,
+        self.assertRaises(image_fields.ImageMetaError, _props,
                           architecture='pdp11', hw_architecture='x86_64')
-        self.assertRaises(image.ImageMetaError, _props,
+        self.assertRaises(image_fields.ImageMetaError, _props,
                           vmware_image_version='two', img_version='2')
 
     def test_vmware_adapter_type(self):
@@ -237,7 +216,7 @@ class LegacyNameTest(testtools.TestCase):
                          _props(vmware_adaptertype='lsiLogicsas'))
         self.assertEqual({}, _props(vmware_adaptertype=''))
         # Only exactly 'ide' means IDE; anything else is a SCSI model.
-        self.assertRaises(image.ImageMetaError, _props,
+        self.assertRaises(image_fields.ImageMetaError, _props,
                           vmware_adaptertype='IDE')
         self.assertEqual({'hw_disk_bus': 'sata',
                           'hw_scsi_model': 'buslogic'},
@@ -289,7 +268,7 @@ class NumaTest(testtools.TestCase):
             self.assertEqual([expected], _props(**{
                 'hw_numa_cpus.0': spec})['hw_numa_cpus'], spec)
         for spec in ('3-1', 'a', '^', '1-', '-1', '^-1', '1-2-3', '^ x'):
-            self.assertRaises(image.ImageMetaError, _props,
+            self.assertRaises(image_fields.ImageMetaError, _props,
                               **{'hw_numa_cpus.0': spec})
 
     def test_cell_sets_iterate_as_novas(self):
@@ -313,13 +292,13 @@ class NumaTest(testtools.TestCase):
         self.assertEqual('ImageNUMATopologyCPUDuplicates', exc.nova_exception)
 
     def test_invalid_cell_raises_even_after_a_valid_one(self):
-        self.assertRaises(image.ImageMetaError, _props,
+        self.assertRaises(image_fields.ImageMetaError, _props,
                           **{'hw_numa_mem.0': '512', 'hw_numa_mem.1': 'x'})
 
     def test_absurdly_wide_cpu_ranges_are_refused(self):
         # Nova would expand them and can run out of memory instead.
         for spec in ('0-99999999999', '0-600000,^600001-1200000'):
-            self.assertRaises(image.ImageMetaError, _props,
+            self.assertRaises(image_fields.ImageMetaError, _props,
                               **{'hw_numa_cpus.0': spec})
         self.assertEqual(100000, len(_props(**{
             'hw_numa_cpus.0': '0-99999'})['hw_numa_cpus'][0]))
@@ -375,7 +354,7 @@ class FromSystemMetadataTest(testtools.TestCase):
                         {'image_hw_disk_bus': 'foo'},
                         {'hw_cpu_policy': 'Shared'},
                         {'image_architecture': 'pdp11'}):
-            self.assertRaises(image.ImageMetaError,
+            self.assertRaises(image_fields.ImageMetaError,
                               image.image_from_system_metadata, sysmeta, REF)
 
     def test_records_are_not_modified(self):
@@ -445,11 +424,11 @@ class ToPrimitiveTest(testtools.TestCase):
                 ('hw_disk_bus', 'uml', 6)):
             props = {field: value}
             image_primitive.props_to_primitive(props, '1.%d' % first)
-            self.assertRaises(image.ImageMetaError,
+            self.assertRaises(image_fields.ImageMetaError,
                               image_primitive.props_to_primitive, props,
                               '1.%d' % (first - 1))
         # Checked before the field itself is dropped, as Nova does.
-        self.assertRaises(image.ImageMetaError,
+        self.assertRaises(image_fields.ImageMetaError,
                           image_primitive.props_to_primitive,
                           {'hw_pci_numa_affinity_policy': 'socket'}, '1.20')
         self.assertEqual({}, image_primitive.props_to_primitive(
@@ -458,9 +437,9 @@ class ToPrimitiveTest(testtools.TestCase):
 
     def test_unknown_versions_and_fields_raise(self):
         for version in ('1.45', '2.0', '1', 'x'):
-            self.assertRaises(image.ImageMetaError,
+            self.assertRaises(image_fields.ImageMetaError,
                               image_primitive.props_to_primitive, {}, version)
-        self.assertRaises(image.ImageMetaError,
+        self.assertRaises(image_fields.ImageMetaError,
                           image_primitive.props_to_primitive,
                           {'hw_bogus': 1}, '1.44')
 
@@ -550,7 +529,7 @@ class FromPrimitiveTest(testtools.TestCase):
             self.assertLess(len(str(exc)), 200)
 
     def test_errors_show_values_briefly(self):
-        exc = self.assertRaises(image.ImageMetaError, _props,
+        exc = self.assertRaises(image_fields.ImageMetaError, _props,
                                 hw_disk_bus='x' * 1000)
         self.assertLess(len(str(exc)), 200)
 
@@ -592,12 +571,6 @@ class CompareTest(testtools.TestCase):
         names = image.differing_fields(self.stored, derived)
         self.assertEqual(['id', 'min_ram', 'properties.hw_disk_bus',
                           'properties.hw_pmu', 'properties.os_type'], names)
-        self.assertEqual(
-            ('id 3e1f7a52.., min_ram=512, hw_disk_bus=scsi, hw_pmu unset, '
-             'os_type=linux',
-             'id 9a0b1c2d.., min_ram=1024, hw_disk_bus=virtio, hw_pmu=true, '
-             'os_type unset'),
-            image.describe_difference(self.stored, derived, names))
 
     def test_id_compared_only_when_derived_has_one(self):
         derived = image.image_from_system_metadata(_sysmeta(), '')
@@ -606,9 +579,6 @@ class CompareTest(testtools.TestCase):
         del stored['id']
         self.assertEqual(['id'], image.differing_fields(stored,
                                                         self.derived))
-        self.assertEqual(('no id', 'id 3e1f7a52..'),
-                         image.describe_difference(stored, self.derived,
-                                                   ['id']))
 
     def test_block_device_mappings_are_not_compared(self):
         # Glance gives them to the boot-time spec; system metadata skips
@@ -640,14 +610,3 @@ class CompareTest(testtools.TestCase):
                          image.differing_fields(self.stored, self.derived))
         # Cut inside a two-byte character: the whole character goes.
         self.assertEqual('k' * 254, image.truncate_utf8('k' * 254 + '\u00e9'))
-
-    def test_long_values_are_shortened_in_descriptions(self):
-        self.stored['properties']['hw_numa_cpus'] = [{0, 1}, {2, 3}]
-        before, after = image.describe_difference(
-            dict(self.stored, properties=dict(
-                self.stored['properties'], os_command_line='x' * 100)),
-            self.derived, ['properties.hw_numa_cpus',
-                           'properties.os_command_line'])
-        self.assertEqual('hw_numa_cpus=[{0,1},{2,3}], os_command_line='
-                         + 'x' * 37 + '...', before)
-        self.assertEqual('hw_numa_cpus unset, os_command_line unset', after)

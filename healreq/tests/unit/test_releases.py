@@ -22,6 +22,8 @@ import fixtures
 import testtools
 
 from healreq.objects import image
+from healreq.objects import image_coercion
+from healreq.objects import image_fields
 from healreq.objects import numa
 from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
@@ -139,30 +141,33 @@ class ImageRulesTest(testtools.TestCase):
                           'hw_firmware_stateless': True},
                          image.props_from_strings(raw, LATEST))
         self.assertNotIn('hw_firmware_stateless',
-                         image.known_properties(CARACAL))
+                         image_fields.known_properties(CARACAL))
 
     def test_enum_values_newer_than_the_release(self):
-        self.assertRaises(image.ImageMetaError, image.coerce_property,
+        self.assertRaises(image_fields.ImageMetaError,
+                          image_coercion.coerce_property,
                           'hw_vif_model', 'igb', CARACAL)
-        self.assertEqual('igb', image.coerce_property('hw_vif_model', 'igb',
-                                                      EPOXY))
-        self.assertEqual('bochs', image.coerce_property(
+        self.assertEqual('igb', image_coercion.coerce_property(
+            'hw_vif_model', 'igb', EPOXY))
+        self.assertEqual('bochs', image_coercion.coerce_property(
             'hw_video_model', 'bochs', ZED))
 
     def test_version_predicates(self):
         # distutils' StrictVersion grammar up to 2024.2, packaging since.
         for value in ('>=1.0', '>= 2.3.4, < 3.0', '==1.0a1'):
-            self.assertEqual(value, image.coerce_property(
+            self.assertEqual(value, image_coercion.coerce_property(
                 'img_hv_requested_version', value, ZED))
-            self.assertEqual(value, image.coerce_property(
+            self.assertEqual(value, image_coercion.coerce_property(
                 'img_hv_requested_version', value, LATEST))
         for value in ('>=1.0.0.0', '>=1.0rc1', '>=v1.0', '>=1'):
-            self.assertRaises(image.ImageMetaError, image.coerce_property,
+            self.assertRaises(image_fields.ImageMetaError,
+                              image_coercion.coerce_property,
                               'img_hv_requested_version', value, ZED)
-            self.assertEqual(value, image.coerce_property(
+            self.assertEqual(value, image_coercion.coerce_property(
                 'img_hv_requested_version', value, EPOXY))
         for value in ('1.0', '>=', '>=1.0)(x'):
-            self.assertRaises(image.ImageMetaError, image.coerce_property,
+            self.assertRaises(image_fields.ImageMetaError,
+                              image_coercion.coerce_property,
                               'img_hv_requested_version', value, ZED)
 
 

@@ -38,6 +38,7 @@ oracle live in ``healreq.tests.robustness``, which the functional
 robustness test shares.
 """
 
+import testscenarios
 import testtools
 from testtools import content
 
@@ -112,10 +113,18 @@ class GeneratorTest(testtools.TestCase):
             self.assertEqual(set(), expected - set(result.kinds), category)
 
 
-class EvaluateTest(testtools.TestCase):
-    """decisions.evaluate on each document: an error, or a sound acceptance."""
+class CategoryTest(testscenarios.WithScenarios, testtools.TestCase):
+    """Each category's documents, through the evaluation and the parsers."""
 
-    def check(self, category):
+    scenarios = [('request_spec', dict(category=SPEC)),
+                 ('instance_flavor', dict(category=FLAVOR)),
+                 ('instance_numa_topology', dict(category=NUMA)),
+                 ('instance_pci_requests', dict(category=PCI)),
+                 ('system_metadata', dict(category=SYSMETA))]
+
+    def test_evaluate(self):
+        """Each document is evaluated to an error or a sound acceptance."""
+        category = self.category
         _counts_detail(self, [category])
         result = outcome_of(category)
         self.assertGreaterEqual(result.documents, MIN_DOCUMENTS)
@@ -127,20 +136,18 @@ class EvaluateTest(testtools.TestCase):
                           format_failures(result.failures)))
         self.assertEqual(result.documents, result.errors + result.accepted)
 
-    def test_request_spec(self):
-        self.check(SPEC)
+    def test_parsers(self):
+        """The public parsers raise only their modules' documented errors."""
+        category = self.category
+        result = outcome_of(category)
+        self.assertGreaterEqual(result.parser_calls, result.documents)
+        if result.parser_failures:
+            self.fail('parsers raised undocumented exceptions for %s:\n%s'
+                      % (category, format_failures(result.parser_failures)))
 
-    def test_instance_flavor(self):
-        self.check(FLAVOR)
 
-    def test_instance_numa_topology(self):
-        self.check(NUMA)
-
-    def test_instance_pci_requests(self):
-        self.check(PCI)
-
-    def test_system_metadata(self):
-        self.check(SYSMETA)
+class EvaluateTest(testtools.TestCase):
+    """decisions.evaluate on the documents of every category."""
 
     def test_at_least_1000_documents_are_errors(self):
         _counts_detail(self, CATEGORIES)
@@ -164,29 +171,3 @@ class EvaluateTest(testtools.TestCase):
         if failures:
             self.fail('heals that do not converge:\n%s'
                       % format_failures(failures))
-
-
-class ParserTest(testtools.TestCase):
-    """The public parsers raise only their modules' documented errors."""
-
-    def check(self, category):
-        result = outcome_of(category)
-        self.assertGreaterEqual(result.parser_calls, result.documents)
-        if result.parser_failures:
-            self.fail('parsers raised undocumented exceptions for %s:\n%s'
-                      % (category, format_failures(result.parser_failures)))
-
-    def test_request_spec(self):
-        self.check(SPEC)
-
-    def test_instance_flavor(self):
-        self.check(FLAVOR)
-
-    def test_instance_numa_topology(self):
-        self.check(NUMA)
-
-    def test_instance_pci_requests(self):
-        self.check(PCI)
-
-    def test_system_metadata(self):
-        self.check(SYSMETA)
