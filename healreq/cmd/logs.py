@@ -16,10 +16,13 @@ A nova.conf copied from a deployment names log paths of the host it came
 from (kolla-ansible sets ``[DEFAULT]/log_dir = /var/log/kolla/nova``).
 Where they exist, the tool logs there as nova-manage would, to
 ``<log_dir>/nova-heal.log``; where they do not, it logs to stderr and says
-so, instead of failing before it has done anything.
+so, instead of failing before it has done anything. Every log line is
+escaped into one line (see ``visible``).
 """
 
 from oslo_log import log as logging
+
+from healreq.cmd import visible
 
 LOG = logging.getLogger(__name__)
 
@@ -32,6 +35,7 @@ def setup(conf, product='healreq'):
         conf.set_override('log_file', LOG_FILE_IN_LOG_DIR)
     try:
         logging.setup(conf, product)
+        visible.escape_logs()
         return
     except (OSError, logging.LogConfigError) as exc:
         problem = exc
@@ -40,6 +44,7 @@ def setup(conf, product='healreq'):
                         ('log_file', None), ('use_stderr', True)):
         conf.set_override(name, value)
     logging.setup(conf, product)
+    visible.escape_logs()
     LOG.warning('Cannot log to %s (%s); logging to stderr instead.',
                 where, getattr(problem, 'strerror', None) or problem)
 

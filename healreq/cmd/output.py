@@ -17,6 +17,7 @@ import itertools
 import json
 
 from healreq.cmd import common
+from healreq.cmd import visible
 from healreq.heal.findings import Status
 from healreq.heal.findings import SUMMARY_KEYS
 
@@ -163,7 +164,14 @@ def text_lines(report, exit_code, verbose=False, list_skipped=False,
     """The text report, one line at a time.
 
     A line per listed finding and a summary per cell, then the totals.
+    Control characters in the values (see ``visible``) are escaped.
     """
+    for line in _text_lines(report, exit_code, verbose, list_skipped,
+                            run_id):
+        yield visible.escape(line)
+
+
+def _text_lines(report, exit_code, verbose, list_skipped, run_id):
     cell_names = {c.uuid: c.name for c in report.cells}
     hidden = 0
     for cell in report.cells:

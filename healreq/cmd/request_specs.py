@@ -20,6 +20,7 @@ from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import output
 from healreq.cmd import progress
+from healreq.cmd import visible
 from healreq import exception
 from healreq.heal import engine as heal_engine
 from healreq.heal import field_checks
@@ -203,7 +204,7 @@ def run(conf, argv):
         # Nobody reads the report any more; the run itself is complete.
         common.silence_stdout()
     for problem in result.problems:
-        print(problem, file=sys.stderr)
+        print(visible.escape(problem), file=sys.stderr)
     return result.exit_code
 
 
