@@ -206,12 +206,9 @@ def audit_show(conf, argv):
 
 def _render(conf, result):
     """Print a revert or apply report; return the exit code."""
-    try:
-        output.print_report(result.report, result.exit_code, result.run_id,
-                            conf.command.format == 'json', verbose=True,
-                            list_skipped=True, problems=result.problems)
-    except BrokenPipeError:
-        common.silence_stdout()
+    output.print_report(result.report, result.exit_code, result.run_id,
+                        conf.command.format == 'json', verbose=True,
+                        list_skipped=True, problems=result.problems)
     for problem in result.problems:
         print(visible.escape(problem), file=sys.stderr)
     return result.exit_code

@@ -36,6 +36,7 @@ from healreq.cmd import interruption
 from healreq.cmd import logs
 from healreq.cmd import output
 from healreq.cmd import request_specs
+from healreq.cmd import streams
 from healreq.cmd import visible
 from healreq import conf as healreq_conf
 from healreq.db import urls
@@ -184,10 +185,7 @@ def _failed(conf, argv, exit_code, line):
     """
     print(visible.escape(line), file=sys.stderr)
     if _json_requested(conf, argv):
-        try:
-            output.print_error(exit_code, line)
-        except BrokenPipeError:
-            common.silence_stdout()
+        output.print_error(exit_code, line)
     path = _metrics_file(conf)
     if path:
         dry_run = bool(getattr(conf.command, 'dry_run', False))
@@ -210,12 +208,19 @@ def _run(conf, argv):
 
 
 def main(argv=None):
-    """Run ``nova-heal``; return the exit code."""
+    """Run ``nova-heal``; return the exit code.
+
+    The exit code is the run's outcome whatever happens to stdout and
+    stderr (see ``streams``).
+    """
+    # First of all, before any file is opened.
+    streams.reopen_closed()
     argv = list(sys.argv[1:] if argv is None else argv)
     tune_garbage_collector()
     conf = _build_conf()
     try:
-        return _dispatch(conf, argv)
+        with streams.guarded():
+            return _dispatch(conf, argv)
     finally:
         conf.reset()
 
@@ -231,10 +236,6 @@ def _dispatch(conf, argv):
         return _failed(conf, argv, error.exit_code, error.line())
     except exception.HealreqError as error:
         return _failed(conf, argv, error.exit_code, error.line())
-    except BrokenPipeError:
-        # The reader of stdout went away (``audit list | head -1``).
-        common.silence_stdout()
-        return 0
     except Exception as exc:
         unexpected = exc
     # Logged once the exception is handled, so that no log line gets its

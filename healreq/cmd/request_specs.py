@@ -198,11 +198,7 @@ def run(conf, argv):
     finally:
         if display is not None:
             display.close()
-    try:
-        _render(conf, options, result)
-    except BrokenPipeError:
-        # Nobody reads the report any more; the run itself is complete.
-        common.silence_stdout()
+    _render(conf, options, result)
     for problem in result.problems:
         print(visible.escape(problem), file=sys.stderr)
     return result.exit_code
