@@ -148,6 +148,7 @@ def _outcome(exit_code, report):
             2: 'needs manual attention',
             3: 'concurrent changes, run again',
             4: 'nothing to heal',
+            129: 'hung up by SIGHUP after the work above, run again',
             130: 'interrupted by SIGINT after the work above, run again',
             143: 'terminated by SIGTERM after the work above, run again',
             }.get(int(exit_code), 'error')

@@ -175,8 +175,9 @@ def _options(conf):
 def run(conf, argv):
     """Run request-specs through the API; print the report and problems.
 
-    The first SIGINT or SIGTERM stops the run after the current batch;
-    what was done is reported and the exit code is 130 or 143.
+    The first SIGHUP, SIGINT or SIGTERM stops the run after the current
+    batch; what was done is reported and the exit code is 129, 130 or
+    143.
     """
     options = _options(conf)
     command = conf.command
