@@ -92,8 +92,10 @@ MEANINGS = {
         'configuration. For a release that cannot be detected, name it '
         'with --target-release.'),
     ExitCode.HANGUP: Meaning(
-        'interrupted by SIGHUP (as for 130)',
-        'As for 130.'),
+        'hung up by SIGHUP, when the terminal or ssh session went away '
+        '(as for 130; the report may be lost with the terminal)',
+        'As for 130; "nova-heal audit list" shows the run and its exit '
+        'code when the report is lost.'),
     ExitCode.INTERRUPTED: Meaning(
         'interrupted by SIGINT (Ctrl-C): stopped after the current batch, '
         'reported what it did, wrote its metrics and closed its audit run '
@@ -254,7 +256,7 @@ class AuditStoreError(HealreqError):
 
 
 class Interrupted(HealreqError):
-    """The command was stopped by SIGINT or SIGTERM.
+    """The command was stopped by SIGHUP, SIGINT or SIGTERM.
 
     ``report`` is what a run did before it stopped, when one is known.
     """

@@ -70,6 +70,25 @@ def is_free(engine, kind, run_id):
     return run_id not in _in_process
 
 
+def lock_file_runs(engine):
+    """The run ids of the lock files beside an SQLite file store.
+
+    Empty for the other kinds of store, or if the directory cannot be
+    read.
+    """
+    if kind_for(engine) != FILE_LOCK:
+        return []
+    directory, name = os.path.split(_sqlite_path(engine))
+    prefix, suffix = name + '.run-', '.lock'
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [entry[len(prefix):-len(suffix)] for entry in names
+            if entry.startswith(prefix) and entry.endswith(suffix)
+            and len(entry) > len(prefix) + len(suffix)]
+
+
 def _lock_name(run_id):
     return 'healreq-run-%s' % run_id
 

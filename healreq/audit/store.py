@@ -58,6 +58,9 @@ DELETE = 'delete'
 # once it started this long ago (a heal of 100k instances takes minutes).
 LEGACY_RUN_GRACE_NS = 24 * 3600 * 10 ** 9
 
+# Run ids looked up per query when cleaning up lock files.
+_IN_CHUNK = 500
+
 
 def digest(text):
     """SHA-256 of a spec text, as recorded in the audit and in plans.
@@ -286,7 +289,11 @@ class AuditStore(object):
         row tells what happened: it holds the after value (the write
         went through), the before value (it did not), or neither
         (someone changed it since: flagged ``unknown`` for a human).
+
+        The lock files of dead runs are removed on the way, whether they
+        left pending intents or not.
         """
+        self._remove_dead_lock_files()
         pending = [c for c in self._pending_with_runs()
                    if self._run_is_dead(c)]
         if not pending:
@@ -315,6 +322,29 @@ class AuditStore(object):
                             else None):
                 settled.append(change)
         return settled
+
+    def _remove_dead_lock_files(self):
+        """Remove the lock files of dead runs, pending intents or not.
+
+        A run killed outright (SIGKILL) leaves its file behind. Only the
+        files of recorded runs are looked at: a run takes its lock before
+        it is recorded, so the file of a recorded run is locked for as
+        long as the run lives, while the file of a run not recorded yet
+        may be one whose lock is being taken.
+        """
+        run_ids = [run_id for run_id in lease.lock_file_runs(self.engine)
+                   if run_id not in self._leases]
+        t = schema.runs
+        for start in range(0, len(run_ids), _IN_CHUNK):
+            chunk = run_ids[start:start + _IN_CHUNK]
+            with self.engine.connect() as conn:
+                recorded = conn.execute(sa.select(t.c.id).where(
+                    t.c.id.in_(chunk))).scalars().all()
+            for run_id in recorded:
+                try:
+                    lease.is_free(self.engine, lease.FILE_LOCK, run_id)
+                except OSError:
+                    pass  # left for a later run; nothing depends on it
 
     def _pending_with_runs(self):
         t, runs = schema.changes, schema.runs

@@ -20,6 +20,7 @@ import sys
 from healreq import api
 from healreq.cmd import common
 from healreq.cmd import output
+from healreq.cmd import visible
 from healreq import exception
 
 LIST_LIMIT = 100000  # most runs "audit list" shows at once
@@ -117,13 +118,18 @@ def audit_list(conf, argv):
         return 0
     for run in runs:
         summary = json.loads(run['summary'] or '{}')
-        common.emit('%s  %s  %-8s exit %s  %s@%s  %s' % (
+        _emit_line('%s  %s  %-8s exit %s  %s@%s  %s' % (
             run['id'], run['started_at'], run['mode'],
             '-' if run['exit_code'] is None else run['exit_code'],
             run['operator'], run['host'], ', '.join(
                 '%s %s' % (k, v) for k, v in summary.items()
                 if k in ('drifted', 'healed', 'errors', 'conflicts'))))
     return 0
+
+
+def _emit_line(text):
+    """Print one line of text output, its control characters escaped."""
+    common.emit(visible.escape(text))
 
 
 def _run_dict(run):
@@ -174,39 +180,37 @@ def audit_show(conf, argv):
                                 for f in findings]
         common.emit(json.dumps(document, indent=2))
         return 0
-    common.emit('Run %s (%s) by %s@%s, healreq %s' % (
+    _emit_line('Run %s (%s) by %s@%s, healreq %s' % (
         run['id'], run['mode'], run['operator'], run['host'],
         run['tool_version']))
-    common.emit('  command: %s' % run['command'])
-    common.emit('  started %s, ended %s, exit code %s' % (
+    _emit_line('  command: %s' % run['command'])
+    _emit_line('  started %s, ended %s, exit code %s' % (
         run['started_at'], run['ended_at'] or '-', run['exit_code']))
-    common.emit('  summary: %s' % run['summary'])
+    _emit_line('  summary: %s' % run['summary'])
     for finding in findings:
-        common.emit('  %-9s %s %s %s' % (
+        _emit_line('  %-9s %s %s %s' % (
             finding['status'].upper(), finding['instance_uuid'],
             finding['reason'] or '', finding['detail'] or ''))
     for change in changes:
         fields = json.loads(change['fields'])
-        common.emit('\nChange %d: instance %s, fields %s: %s%s' % (
+        common.emit('')
+        _emit_line('Change %d: instance %s, fields %s: %s%s' % (
             change['id'], change['instance_uuid'], ', '.join(fields),
             change['state'], ' (%s)' % change['detail']
             if change['detail'] else ''))
         for line in readable_diff(change['before_text'],
                                   change['after_text'], fields):
-            common.emit('    ' + line)
+            _emit_line('    ' + line)
     return 0
 
 
 def _render(conf, result):
     """Print a revert or apply report; return the exit code."""
-    try:
-        output.print_report(result.report, result.exit_code, result.run_id,
-                            conf.command.format == 'json', verbose=True,
-                            list_skipped=True, problems=result.problems)
-    except BrokenPipeError:
-        common.silence_stdout()
+    output.print_report(result.report, result.exit_code, result.run_id,
+                        conf.command.format == 'json', verbose=True,
+                        list_skipped=True, problems=result.problems)
     for problem in result.problems:
-        print(problem, file=sys.stderr)
+        print(visible.escape(problem), file=sys.stderr)
     return result.exit_code
 
 

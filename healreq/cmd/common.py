@@ -14,9 +14,7 @@
 """What the commands share: exit codes, option values, printing."""
 
 import argparse
-import io
 import logging
-import os
 import re
 import sys
 import textwrap
@@ -195,22 +193,6 @@ def uuid_option(value, what):
 def command_line(argv):
     """The command line as recorded in the audit (never with secrets)."""
     return urls.mask_password(' '.join(['nova-heal'] + list(argv)))
-
-
-def silence_stdout():
-    """Point stdout at /dev/null after its reader went away (EPIPE).
-
-    Python flushes stdout again at exit; without this, that flush would
-    print a BrokenPipeError.
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError,
-            io.UnsupportedOperation):
-        pass  # not a real file (tests capture it): nothing to flush
-    finally:
-        os.close(devnull)
 
 
 # Characters of report text written to stdout at a time.

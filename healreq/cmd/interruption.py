@@ -11,12 +11,18 @@
 #    under the License.
 
 
-"""SIGINT and SIGTERM: stop the command cleanly.
+"""SIGHUP, SIGINT and SIGTERM: stop the command cleanly.
 
 By default a signal raises ``exception.Interrupted`` at once. While a
 heal walks the cells (``deferred``), the first signal only asks the run
 to stop after the current batch, so that what was done is reported and
 the audit run is closed; a second signal stops at once.
+
+SIGHUP is what a command gets when its terminal or ssh session goes away:
+it is handled like SIGTERM (the report may then be lost with the
+terminal, see ``streams``; the audit run and the metrics are not). A
+signal that was ignored when the command started (``nohup``) stays
+ignored.
 """
 
 import contextlib
@@ -29,7 +35,7 @@ from healreq import exception
 
 LOG = logging.getLogger(__name__)
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
 
 
 class _State(object):
@@ -55,7 +61,7 @@ def _handler(number, frame):
 
 @contextlib.contextmanager
 def handled():
-    """Handle SIGINT and SIGTERM as described above within the block.
+    """Handle the signals as described above within the block.
 
     The previous handlers are put back afterwards. Outside the main
     thread (where signals cannot be handled) nothing changes.
@@ -66,7 +72,8 @@ def handled():
     _state.deferring = False
     _state.received = None
     previous = {number: signal.signal(number, _handler)
-                for number in _SIGNALS}
+                for number in _SIGNALS
+                if signal.getsignal(number) is not signal.SIG_IGN}
     try:
         yield
     finally:

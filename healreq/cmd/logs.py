@@ -16,14 +16,26 @@ A nova.conf copied from a deployment names log paths of the host it came
 from (kolla-ansible sets ``[DEFAULT]/log_dir = /var/log/kolla/nova``).
 Where they exist, the tool logs there as nova-manage would, to
 ``<log_dir>/nova-heal.log``; where they do not, it logs to stderr and says
-so, instead of failing before it has done anything.
+so, instead of failing before it has done anything. Every log line is
+escaped into one line (see ``visible``).
+
+A database error is reported in one line by the command that met it;
+oslo.db's own log of every error it wraps, with its traceback, is kept
+for ``--debug``.
 """
 
+import logging as std_logging
+
 from oslo_log import log as logging
+
+from healreq.cmd import visible
 
 LOG = logging.getLogger(__name__)
 
 LOG_FILE_IN_LOG_DIR = 'nova-heal.log'
+
+# Logs "DB exception wrapped" and the traceback of every database error.
+_WRAPPED_DB_ERRORS = 'oslo_db.sqlalchemy.exc_filters'
 
 
 def setup(conf, product='healreq'):
@@ -31,7 +43,7 @@ def setup(conf, product='healreq'):
     if conf.log_dir and not conf.log_file:
         conf.set_override('log_file', LOG_FILE_IN_LOG_DIR)
     try:
-        logging.setup(conf, product)
+        _setup(conf, product)
         return
     except (OSError, logging.LogConfigError) as exc:
         problem = exc
@@ -39,9 +51,17 @@ def setup(conf, product='healreq'):
     for name, value in (('log_config_append', None), ('log_dir', None),
                         ('log_file', None), ('use_stderr', True)):
         conf.set_override(name, value)
-    logging.setup(conf, product)
+    _setup(conf, product)
     LOG.warning('Cannot log to %s (%s); logging to stderr instead.',
                 where, getattr(problem, 'strerror', None) or problem)
+
+
+def _setup(conf, product):
+    logging.setup(conf, product)
+    visible.escape_logs()
+    # The standard library's logger: oslo.log's getLogger would rename it.
+    std_logging.getLogger(_WRAPPED_DB_ERRORS).setLevel(
+        logging.DEBUG if conf.debug else logging.CRITICAL)
 
 
 def _log_path(conf):

@@ -36,6 +36,8 @@ from healreq.cmd import interruption
 from healreq.cmd import logs
 from healreq.cmd import output
 from healreq.cmd import request_specs
+from healreq.cmd import streams
+from healreq.cmd import visible
 from healreq import conf as healreq_conf
 from healreq.db import urls
 from healreq import exception
@@ -184,12 +186,9 @@ def _failed(conf, argv, exit_code, line):
     The line goes to stderr; with --format json, stdout gets the error
     document; with --metrics-file, the metrics say how the run ended.
     """
-    print(line, file=sys.stderr)
+    print(visible.escape(line), file=sys.stderr)
     if _json_requested(conf, argv):
-        try:
-            output.print_error(exit_code, line)
-        except BrokenPipeError:
-            common.silence_stdout()
+        output.print_error(exit_code, line)
     path = _metrics_file(conf)
     if path:
         dry_run = bool(getattr(conf.command, 'dry_run', False))
@@ -212,10 +211,25 @@ def _run(conf, argv):
 
 
 def main(argv=None):
-    """Run ``nova-heal``; return the exit code."""
+    """Run ``nova-heal``; return the exit code.
+
+    The exit code is the run's outcome whatever happens to stdout and
+    stderr (see ``streams``).
+    """
+    # First of all, before any file is opened.
+    streams.reopen_closed()
     argv = list(sys.argv[1:] if argv is None else argv)
     tune_garbage_collector()
     conf = _build_conf()
+    try:
+        with streams.guarded():
+            return _dispatch(conf, argv)
+    finally:
+        conf.reset()
+
+
+def _dispatch(conf, argv):
+    """Run the command; map what ends it to its exit code."""
     try:
         with interruption.handled():
             return _run(conf, argv)
@@ -225,20 +239,19 @@ def main(argv=None):
         return _failed(conf, argv, error.exit_code, error.line())
     except exception.HealreqError as error:
         return _failed(conf, argv, error.exit_code, error.line())
-    except BrokenPipeError:
-        # The reader of stdout went away (``audit list | head -1``).
-        common.silence_stdout()
-        return 0
     except Exception as exc:
-        # Tracebacks may quote connection URLs: log them masked.
-        LOG.error(urls.mask_password(traceback.format_exc()))
-        return _failed(conf, argv, ExitCode.UNEXPECTED_ERROR,
-                       urls.mask_password(
-                           'nova-heal: unexpected error: %s: %s' % (
-                               type(exc).__name__,
-                               exception.first_line(exc))))
-    finally:
-        conf.reset()
+        unexpected = exc
+    # Logged once the exception is handled, so that no log line gets its
+    # summary appended. Tracebacks may quote connection URLs: masked.
+    trace = ''.join(traceback.format_exception(
+        type(unexpected), unexpected, unexpected.__traceback__))
+    for line in urls.mask_password(trace).splitlines():
+        LOG.error('%s', line)
+    return _failed(conf, argv, ExitCode.UNEXPECTED_ERROR,
+                   urls.mask_password(
+                       'nova-heal: unexpected error: %s: %s' % (
+                           type(unexpected).__name__,
+                           exception.first_line(unexpected))))
 
 
 if __name__ == '__main__':

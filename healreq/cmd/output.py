@@ -17,6 +17,7 @@ import itertools
 import json
 
 from healreq.cmd import common
+from healreq.cmd import visible
 from healreq.heal.findings import Status
 from healreq.heal.findings import SUMMARY_KEYS
 
@@ -147,6 +148,7 @@ def _outcome(exit_code, report):
             2: 'needs manual attention',
             3: 'concurrent changes, run again',
             4: 'nothing to heal',
+            129: 'hung up by SIGHUP after the work above, run again',
             130: 'interrupted by SIGINT after the work above, run again',
             143: 'terminated by SIGTERM after the work above, run again',
             }.get(int(exit_code), 'error')
@@ -163,7 +165,14 @@ def text_lines(report, exit_code, verbose=False, list_skipped=False,
     """The text report, one line at a time.
 
     A line per listed finding and a summary per cell, then the totals.
+    Control characters in the values (see ``visible``) are escaped.
     """
+    for line in _text_lines(report, exit_code, verbose, list_skipped,
+                            run_id):
+        yield visible.escape(line)
+
+
+def _text_lines(report, exit_code, verbose, list_skipped, run_id):
     cell_names = {c.uuid: c.name for c in report.cells}
     hidden = 0
     for cell in report.cells:

@@ -16,6 +16,8 @@
 import threading
 import time
 
+from healreq.cmd import visible
+
 
 class Progress(object):
     """Rewrites one status line on ``stream`` (a terminal) per batch."""
@@ -43,7 +45,7 @@ class Progress(object):
         else:
             eta = '-'
         self.stream.write('\r\x1b[K%s: %d/%s instances, %.0f/s, ETA %s' % (
-            cell['name'] or cell['uuid'], done,
+            visible.escape(cell['name'] or cell['uuid']), done,
             '?' if total is None else total, rate, eta))
         self._open = True
         if total is not None and done >= total:

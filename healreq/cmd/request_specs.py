@@ -20,6 +20,7 @@ from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import output
 from healreq.cmd import progress
+from healreq.cmd import visible
 from healreq import exception
 from healreq.heal import field_checks
 from healreq import releases
@@ -190,8 +191,9 @@ def _options(conf):
 def run(conf, argv):
     """Run request-specs through the API; print the report and problems.
 
-    The first SIGINT or SIGTERM stops the run after the current batch;
-    what was done is reported and the exit code is 130 or 143.
+    The first SIGHUP, SIGINT or SIGTERM stops the run after the current
+    batch; what was done is reported and the exit code is 129, 130 or
+    143.
     """
     options = _options(conf)
     command = conf.command
@@ -213,13 +215,9 @@ def run(conf, argv):
     finally:
         if display is not None:
             display.close()
-    try:
-        _render(conf, options, result)
-    except BrokenPipeError:
-        # Nobody reads the report any more; the run itself is complete.
-        common.silence_stdout()
+    _render(conf, options, result)
     for problem in result.problems:
-        print(problem, file=sys.stderr)
+        print(visible.escape(problem), file=sys.stderr)
     return result.exit_code
 
 

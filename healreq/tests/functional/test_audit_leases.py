@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import sqlalchemy as sa
 
@@ -32,11 +33,15 @@ from healreq.heal import decisions
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
+from healreq.tests.functional import backends
 
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
 REFUSED = audit_store.REFUSED
 UNKNOWN_RUN = '00000000-0000-4000-8000-000000000000'
+
+NOVA_HEAL = [sys.executable, '-c',
+             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 # A process that starts a run, records one intent, says so and waits.
 HOLDER = '''
@@ -214,3 +219,48 @@ class ResolveTest(LeaseTestCase):
         self.assertEqual((REFUSED, 'settled elsewhere'),
                          (change['state'], change['detail']))
         self.assertEqual(self.before, self.deployment.spec_text(self.uuid))
+
+
+class LockFileTest(LeaseTestCase):
+    """A run killed outright leaves its lock file; the next run removes it.
+
+    Only a store in an SQLite file has lock files.
+    """
+
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'SQLite']
+
+    def lock_files(self):
+        return sorted(name for name in os.listdir(self.state_path)
+                      if name.endswith('.lock'))
+
+    def test_lock_file_of_a_killed_run_without_intents(self):
+        for _ in range(5):
+            self.add_drifted(self.cell2)
+        # A dry run records no intent: nothing is pending when it dies.
+        process = subprocess.Popen(
+            NOVA_HEAL + ['--config-file', self.config_file, 'request-specs',
+                         '--dry-run', '--batch-size', '1', '--sleep', '1'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(process.wait)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        deadline = time.monotonic() + 120
+        while not self.store.list_runs(1):
+            self.assertIsNone(process.poll(), 'the run ended too early')
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        run_id = self.store.list_runs(1)[0]['id']
+        lock = 'audit.sqlite.run-%s.lock' % run_id
+        self.assertEqual([lock], self.lock_files())
+
+        # Alive: its lock file is left alone.
+        self.another_invocation()
+        self.assertEqual([lock], self.lock_files())
+
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.assertEqual([lock], self.lock_files())
+        self.assertEqual([], [c for run in self.store.list_runs(10)
+                              for c in self.store.changes(run['id'])])
+        self.another_invocation()
+        self.assertEqual([], self.lock_files())
+        self.assertIsNone(self.store.get_run(run_id)['ended_at'])

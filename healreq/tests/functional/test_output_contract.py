@@ -13,13 +13,14 @@
 """The output contract on every exit path.
 
 ``--format json`` prints one document whatever the exit code, metrics are
-written whatever the exit code, and SIGINT / SIGTERM / a closed stdout end
-the command cleanly (the signal tests run the real command in a
+written whatever the exit code, and SIGHUP / SIGINT / SIGTERM / a closed
+stdout end the command cleanly (the signal tests run the real command in a
 subprocess).
 """
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -189,7 +190,7 @@ class MetricsOnEveryExitTest(audit_case.AuditTestCase):
 
 
 class InterruptionTest(audit_case.AuditTestCase):
-    """SIGINT and SIGTERM stop a heal after the current batch."""
+    """SIGHUP, SIGINT and SIGTERM stop a heal after the current batch."""
 
     INSTANCES = 24
 
@@ -207,13 +208,15 @@ class InterruptionTest(audit_case.AuditTestCase):
             return conn.execute(sa.select(sa.func.count()).where(
                 t.c.updated_at.isnot(None))).scalar()
 
-    def interrupted_run(self, signal_number, *extra):
-        """Heal slowly, signal once a row is healed; (code, out, err)."""
+    def start_heal(self, *extra, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, preexec_fn=None):
+        """Start a slow heal; return the process once a row is healed."""
         process = subprocess.Popen(
             NOVA_HEAL + ['--config-file', self.config_file, 'request-specs',
                          '--batch-size', '1', '--sleep', '0.3',
                          '--metrics-file', self.metrics] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+            stdout=stdout, stderr=stderr, env=self.env,
+            preexec_fn=preexec_fn)
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         deadline = time.monotonic() + 120
@@ -221,6 +224,11 @@ class InterruptionTest(audit_case.AuditTestCase):
             self.assertIsNone(process.poll(), 'the run ended too early')
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
+        return process
+
+    def interrupted_run(self, signal_number, *extra):
+        """Heal slowly, signal once a row is healed; (code, out, err)."""
+        process = self.start_heal(*extra)
         process.send_signal(signal_number)
         out, err = process.communicate(timeout=120)
         return process.returncode, out.decode(), err.decode()
@@ -233,23 +241,62 @@ class InterruptionTest(audit_case.AuditTestCase):
         self.assertNotIn('CRITICAL', err)
         document = json.loads(out)
         self.assertEqual(code, document['exit_code'])
+        self.assertEqual(self.healed_count(), document['summary']['healed'])
+        self.assert_recorded(document['run_id'], code)
+
+    def assert_recorded(self, run_id, code):
+        """The run is closed with ``code``, its metrics say so too."""
         healed = self.healed_count()
-        self.assertEqual(healed, document['summary']['healed'])
         self.assertGreater(healed, 0)
         self.assertLess(healed, self.INSTANCES)
-        run = self.audit_runs()[document['run_id']]
+        run = self.audit_runs()[run_id]
         self.assertEqual(code, run['exit_code'])
         self.assertIsNotNone(run['ended_at'])
         self.assertEqual(healed, run['summary']['healed'])
-        changes = self.audit_show(document['run_id'])['changes']
+        changes = self.audit_show(run_id)['changes']
         self.assertEqual({'applied'}, {c['state'] for c in changes})
         self.assertEqual(healed, len(changes))
         with open(self.metrics) as handle:
-            self.assertIn('nova_heal_request_specs_exit_code %d' % code,
-                          handle.read())
+            metrics = handle.read()
+        self.assertIn('nova_heal_request_specs_exit_code %d' % code, metrics)
+        self.assertIn('nova_heal_request_specs_healed{cell_uuid=', metrics)
 
     def test_sigint(self):
         self.assert_stopped_cleanly(signal.SIGINT, 130)
+
+    def test_sighup(self):
+        self.assert_stopped_cleanly(signal.SIGHUP, 129)
+
+    def test_sighup_from_a_terminal_that_hung_up(self):
+        """The session is gone: every write to the terminal fails (EIO)."""
+        terminal, device = pty.openpty()
+        process = self.start_heal(stdout=device, stderr=device)
+        os.close(device)
+        os.close(terminal)  # hang up: the device now refuses writes
+        process.send_signal(signal.SIGHUP)
+        self.assertEqual(129, process.wait(timeout=120))
+        self.assert_recorded(self.only_run_id(), 129)
+
+    def test_sighup_with_readers_gone(self):
+        """The session is gone: every write to its pipes fails (EPIPE)."""
+        process = self.start_heal('--format', 'json')
+        process.stdout.close()
+        process.stderr.close()
+        process.send_signal(signal.SIGHUP)
+        self.assertEqual(129, process.wait(timeout=120))
+        self.assert_recorded(self.only_run_id(), 129)
+
+    def test_sighup_ignored_as_under_nohup(self):
+        process = self.start_heal(preexec_fn=lambda: signal.signal(
+            signal.SIGHUP, signal.SIG_IGN))
+        process.send_signal(signal.SIGHUP)
+        out, err = process.communicate(timeout=120)
+        self.assertEqual(0, process.returncode, err)
+        self.assertEqual(self.INSTANCES, self.healed_count())
+
+    def only_run_id(self):
+        run_id, = self.audit_runs()
+        return run_id
 
     def test_sigterm(self):
         self.assert_stopped_cleanly(signal.SIGTERM, 143)
