@@ -26,6 +26,7 @@ from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import Status
+from healreq.heal import memo
 from healreq.heal import recreate
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import primitive
@@ -144,9 +145,9 @@ def evaluate(record, cell, now, settings, profile=None):
             settings.checked_fields, spec, inputs, profile)
         new_spec = None
         if replacements:
-            new_spec = spec.with_fields(replacements, version)
             if not profile.named:
-                _check_no_downgrade(spec.document, new_spec)
+                _check_no_downgrade(spec, replacements, version)
+            new_spec = spec.with_fields(replacements, version)
     except field_checks.DerivationError as exc:
         finding.status, finding.reason, finding.detail = (
             Status.ERROR, exc.reason, exc.detail)
@@ -192,7 +193,7 @@ def _spec_notes(spec, inputs, settings):
 def _inputs(record, current, settings, release, checked_fields=None):
     """Collect what the checked fields are derived from."""
     extra = record.extras[0]
-    system_metadata = system_metadata_values(record.system_metadata)
+    system_metadata, items = _system_metadata(record.system_metadata)
     instance = record.instance
     checked = set(checked_fields or settings.checked_fields)
     if checked & field_checks.NEEDS_SYSTEM_METADATA:
@@ -205,12 +206,39 @@ def _inputs(record, current, settings, release, checked_fields=None):
     roots = [b for b in record.block_devices if b['boot_index'] == 0]
     return field_checks.Inputs(
         instance=instance, flavors=current,
-        system_metadata=system_metadata,
+        system_metadata=system_metadata, system_metadata_items=items,
         root_bdm=roots[0] if roots else None,
         extra_pci_requests=extra.get('pci_requests'), release=release,
         groups=tuple(record.groups), known_groups=record.known_groups,
         host_zones=tuple(record.host_zones), zones=record.zones,
         default_zone=settings.default_zone, az_policy=settings.az_policy)
+
+
+# An instance's system metadata, by its rows (instances of one image
+# share them).
+_SYSTEM_METADATA = memo.Memo(maxsize=4096)
+
+
+def _system_metadata(rows):
+    """``(values, sorted items)`` of system metadata rows.
+
+    Shared between instances: the caller never changes them. Items are
+    None if a value is unhashable.
+    """
+    def derive():
+        values = system_metadata_values(rows)
+        try:
+            items = tuple(sorted(values.items()))
+            hash(items)
+        except TypeError:
+            items = None
+        return values, items
+    try:
+        key = tuple(rows)
+        hash(key)
+    except TypeError:
+        return derive()
+    return _SYSTEM_METADATA.get(key, derive)
 
 
 def system_metadata_values(rows):
@@ -372,14 +400,19 @@ def _check_spec_owner(spec, instance_uuid):
                        'left alone' % (named,))
 
 
-def _check_no_downgrade(document, new_text):
+def _check_no_downgrade(spec, replacements, version):
     """Refuse a heal that lowers an object version the spec holds.
 
     The deployment's own Nova wrote the stored versions; writing older
     ones means the release was misjudged, unless the operator named it.
+    Only what the heal replaces can change: the replaced fields and the
+    RequestSpec version.
     """
-    lowered = versions.lowered(document, primitive.load_json(new_text,
-                                                             'healed spec'))
+    before = {name: spec.data.get(name) for name in replacements}
+    lowered = versions.lowered(
+        primitive.wrap(request_spec.OBJECT_NAME,
+                       spec.document[primitive.VERSION], before),
+        primitive.wrap(request_spec.OBJECT_NAME, version, replacements))
     if lowered:
         raise field_checks.DerivationError(
             'object-version-downgrade',

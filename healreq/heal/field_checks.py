@@ -21,12 +21,14 @@ refuse raise DerivationError; nothing is then written for the instance.
 FIELD_NAMES is the order of checks and of the report.
 """
 
+import copy
 import dataclasses
 import functools
 
 from healreq.heal import describe
 from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Note
+from healreq.heal import memo
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import image_fields
@@ -100,6 +102,8 @@ class Inputs:
     instance: dict
     flavors: InstanceFlavors
     system_metadata: dict = None
+    # ``sorted(system_metadata.items())`` as a tuple, when known.
+    system_metadata_items: tuple = None
     root_bdm: dict = None
     extra_pci_requests: str = None
     release: releases.Release = releases.LATEST
@@ -128,10 +132,12 @@ class Inputs:
             raise error
         return value
 
-    def _image_key(self):
+    def image_key(self):
         """The derivation cache key, or None if a value is unhashable."""
-        key = (tuple(sorted((self.system_metadata or {}).items())),
-               self.instance['image_ref'])
+        items = self.system_metadata_items
+        if items is None:
+            items = tuple(sorted((self.system_metadata or {}).items()))
+        key = (items, self.instance['image_ref'])
         try:
             hash(key)
         except TypeError:
@@ -144,7 +150,7 @@ class Inputs:
         Shared between instances with the same image: treat as read-only.
         """
         def derive():
-            key = self._image_key()
+            key = self.image_key()
             try:
                 if key is None:
                     return image_obj.image_from_system_metadata(
@@ -158,13 +164,28 @@ class Inputs:
                     % exc)
         return self._once('image', derive)
 
+    def numa_key(self):
+        """The NUMA derivation's cache key, or None if unhashable."""
+        image_key = self.image_key()
+        if image_key is None:
+            return None
+        key = self.flavors.key('cur')
+        specs = self.flavors.primitives['cur'][primitive.DATA].get(
+            'extra_specs') or {}
+        try:
+            items = tuple(sorted(specs.items()))
+            hash(items)
+        except TypeError:
+            return None
+        return (key['vcpus'], key['memory_mb'], items, image_key)
+
     def numa(self):
         """The request NUMA topology of the current flavor and image."""
         def derive():
             current = self.flavors.primitives['cur'][primitive.DATA]
             key = self.flavors.key('cur')
             image = self.image()  # an invalid image is reported first
-            image_key = self._image_key()
+            image_key = self.image_key()
             specs = current.get('extra_specs') or {}
             try:
                 if image_key is None:
@@ -259,7 +280,53 @@ def check_flavor(spec, inputs, profile):
     return FieldChange('flavor', before, after), {'flavor': healed}
 
 
+# Results of the checks by their exact inputs (see heal.memo): a stored
+# sub-document by its text, the derivation by its inputs, the versions by
+# the profile's fingerprint. Results are copied when taken out.
+_RESULTS = memo.Memo(maxsize=16384)
+
+
+def _remembered(key, check, spec, inputs, profile):
+    """``check(spec, inputs, profile)``, remembered under ``key``."""
+    if key is None:
+        return check(spec, inputs, profile)
+    result = _RESULTS.get(key, lambda: check(spec, inputs, profile))
+    return None if result is None else copy.deepcopy(result)
+
+
 def check_image(spec, inputs, profile):
+    """The spec's image against the image of the instance record."""
+    image_key = inputs.image_key()
+    key = image_key and ('image', memo.text_key(spec.data, 'image'),
+                         image_key, profile.fingerprint)
+    return _remembered(key, _check_image, spec, inputs, profile)
+
+
+def check_numa_topology(spec, inputs, profile):
+    """The spec's NUMA request against the flavor's and image's."""
+    key = inputs.numa_key()
+    if key is not None:
+        key = ('numa', memo.text_key(spec.data, 'numa_topology'), key,
+               profile.fingerprint)
+    return _remembered(key, _check_numa_topology, spec, inputs, profile)
+
+
+def check_pci_requests(spec, inputs, profile):
+    """The spec's PCI alias requests against the instance's."""
+    extra = inputs.extra_pci_requests
+    # A healed value names the instance: only agreement is remembered.
+    if (isinstance(extra, str) or extra is None) and _PCI_CONSISTENT.get(
+            (memo.text_key(spec.data, 'pci_requests'), extra),
+            lambda: _check_pci_requests(spec, inputs, profile) is None):
+        return None
+    return _check_pci_requests(spec, inputs, profile)
+
+
+# Whether a spec's PCI requests agree with an instance's, by their texts.
+_PCI_CONSISTENT = memo.Memo(maxsize=4096)
+
+
+def _check_image(spec, inputs, profile):
     derived = inputs.image()
     stored_primitive = spec.data.get('image')
     stored = (None if stored_primitive is None else
@@ -359,7 +426,7 @@ def image_to_store(image, stored_primitive, profile):
 _UNLOADABLE = object()
 
 
-def check_numa_topology(spec, inputs, profile):
+def _check_numa_topology(spec, inputs, profile):
     derived = inputs.numa()
     stored_primitive = spec.data.get('numa_topology')
     try:
@@ -421,7 +488,7 @@ def numa_to_store(derived, stored, profile):
                           'object version this deployment loads')
 
 
-def check_pci_requests(spec, inputs, profile):
+def _check_pci_requests(spec, inputs, profile):
     derived = inputs.pci_requests()
     stored_primitive = spec.data.get('pci_requests')
     stored = pci_obj.from_primitive(stored_primitive, 'spec pci_requests')

@@ -35,12 +35,24 @@ class VersionProfile(object):
         # overrides what the stored specs show (see heal.field_checks).
         self.named = named
         self._seen = {}
+        self._fingerprint = None
 
     def for_release(self, release, named=False):
         """The same observations, for ``release``."""
         profile = VersionProfile(release, named)
         profile._seen = self._seen
         return profile
+
+    @property
+    def fingerprint(self):
+        """What the versions written depend on, hashable.
+
+        The release, whether it was named, and the versions seen.
+        """
+        if self._fingerprint is None:
+            self._fingerprint = (self.release, self.named,
+                                 tuple(sorted(self._seen.items())))
+        return self._fingerprint
 
     def observe(self, document):
         """Record the versions of every envelope nested in ``document``."""
@@ -66,6 +78,7 @@ class VersionProfile(object):
         known = self._seen.get(name)
         if known is None or parsed > known[0]:
             self._seen[name] = (parsed, version)
+            self._fingerprint = None
 
     def highest_seen(self, name):
         """``(major, minor)`` of the newest ``name`` seen, or None."""
