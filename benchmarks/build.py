@@ -50,7 +50,7 @@ from healreq.objects import numa_primitive
 from healreq.testing import deployment as dep
 
 # Bump when the shape of the rows changes: older builds are rebuilt.
-FORMAT = 3
+FORMAT = 4
 SEED = 7919
 # Instances generated, then inserted, per transaction.
 CHUNK_INSTANCES = 1000
@@ -269,6 +269,47 @@ def plan(position):
                 migrations, project, user, groups, rng)
 
 
+# Compute hosts, each in one of three zones by its aggregate.
+HOSTS = 400
+ZONES = ('az1', 'az2', 'az3')
+# Server groups: instances whose position ends in 0 or 1 are the two
+# members of group position // 10.
+GROUP_SIZE = 2
+GROUP_EVERY = 10
+
+
+def host_zone(host_number):
+    """The zone of compute host ``host_number`` (by its aggregate)."""
+    return ZONES[host_number % len(ZONES)]
+
+
+def group_of(position):
+    """``(group number, uuid, policy)`` of an instance's group, or None."""
+    if position % GROUP_EVERY >= GROUP_SIZE:
+        return None
+    number = position // GROUP_EVERY
+    rng = random.Random(SEED * 7 + number)
+    return (number, _uuid(rng),
+            'anti-affinity' if number % 3 else 'affinity')
+
+
+def aggregate_rows():
+    """The rows of one aggregate per zone, holding every host in it."""
+    rows = collections.defaultdict(list)
+    for number, zone in enumerate(ZONES, start=1):
+        rows['aggregates'].append(dict(
+            id=number, uuid=str(uuidlib.UUID(int=SEED + number, version=4)),
+            name='agg-%s' % zone, created_at=LONG_AGO))
+        rows['aggregate_metadata'].append(dict(
+            aggregate_id=number, key='availability_zone', value=zone,
+            created_at=LONG_AGO))
+    for host in range(HOSTS):
+        rows['aggregate_hosts'].append(dict(
+            aggregate_id=1 + host % len(ZONES), host='compute-%03d' % host,
+            created_at=LONG_AGO))
+    return rows
+
+
 def cell_split(instances):
     """Positions of each cell: cell1 gets the first half (rounded up)."""
     first = (instances + 1) // 2
@@ -323,9 +364,13 @@ def instance_rows(position, instance_id, cell_id, flavor_texts,
     cur_data = cur[DATA]
     created = LONG_AGO + datetime.timedelta(minutes=position)
     updated = created + datetime.timedelta(hours=1)
-    host = None
+    host = zone = None
     if p.vm_state != 'shelved_offloaded':
-        host = 'compute-%03d' % rng.randrange(400)
+        host_number = rng.randrange(HOSTS)
+        host = 'compute-%03d' % host_number
+        zone = host_zone(host_number)
+    # A third of the users pinned the zone they booted in.
+    pin = zone if rng.random() < 0.3 else None
     image_ref = '' if p.volume else p.image['id']
     rows = collections.defaultdict(list)
     rows['instances'].append(dict(
@@ -336,8 +381,7 @@ def instance_rows(position, instance_id, cell_id, flavor_texts,
         instance_type_id=cur_data['id'], memory_mb=cur_data['memory_mb'],
         vcpus=cur_data['vcpus'], root_gb=cur_data['root_gb'],
         ephemeral_gb=cur_data['ephemeral_gb'], vm_state=p.vm_state,
-        task_state=None, availability_zone='az%d' % (1 + position % 3),
-        hidden=False))
+        task_state=None, availability_zone=zone, hidden=False))
 
     # The spec as the API saved it at boot (or at the failed resize).
     spec_flavor = cur
@@ -365,16 +409,29 @@ def instance_rows(position, instance_id, cell_id, flavor_texts,
         sysmeta_raw = dict(sysmeta_raw, hw_machine_type=(
             'q35' if sysmeta_raw['hw_machine_type'] == 'pc' else 'pc'))
 
+    group = group_of(position)
     spec = dep.request_spec(
         p.uuid, spec_flavor, project_id=p.project, user_id=p.user,
-        availability_zone='az%d' % (1 + position % 3),
-        spec_image=spec_image, numa_topology=spec_numa,
-        pci_requests=pci_spec, is_bfv=p.volume)
+        availability_zone=pin, spec_image=spec_image,
+        numa_topology=spec_numa, pci_requests=pci_spec, is_bfv=p.volume,
+        instance_group=group and dep.stored_group(
+            group[1], 'group-%d' % group[0], group[2],
+            group_id=group[0] + 1),
+        scheduler_hints=group and {'group': [group[1]]})
     spec[DATA]['security_groups'][DATA]['objects'] = [
         dep.envelope('SecurityGroup', '1.2', {'name': name}, ['name'])
         for name in p.groups]
-    spec[DATA]['scheduler_hints'] = {
-        'group': [_uuid(rng)]} if position % 7 == 0 else {}
+    if group is not None:
+        if position % GROUP_EVERY == 0:
+            rows['instance_groups'].append(dict(
+                id=group[0] + 1, uuid=group[1], name='group-%d' % group[0],
+                user_id=p.user, project_id=p.project, created_at=LONG_AGO))
+            rows['instance_group_policy'].append(dict(
+                group_id=group[0] + 1, policy=group[2], rules='{}',
+                created_at=LONG_AGO))
+        rows['instance_group_member'].append(dict(
+            group_id=group[0] + 1, instance_uuid=p.uuid,
+            created_at=created))
     rows['request_specs'].append(dict(
         instance_uuid=p.uuid, spec=json.dumps(spec), created_at=created))
     rows['instance_mappings'].append(dict(
@@ -485,7 +542,9 @@ def _build_cell(engine, api_engine, cell_id, positions, first_id, log):
                          'instance_system_metadata', 'block_device_mapping',
                          'migrations'):
                 _insert(conn, tables.cell_metadata.tables[name], rows[name])
-            for name in ('instance_mappings', 'request_specs'):
+            for name in ('instance_mappings', 'request_specs',
+                         'instance_groups', 'instance_group_policy',
+                         'instance_group_member'):
                 _insert(api_conn, tables.api_metadata.tables[name],
                         rows[name])
             conn.commit()
@@ -543,6 +602,9 @@ def ensure(instances, rebuild=False, log=print):
                     transport_url='rabbit://nova:secret@mq:5672/',
                     database_connection=urls[role], disabled=False))
                 cell_ids[role] = result.inserted_primary_key[0]
+        with engines['api'].begin() as conn:
+            for name, values in aggregate_rows().items():
+                _insert(conn, tables.api_metadata.tables[name], values)
         counts = collections.Counter()
         for role, positions in zip(CELL_NAMES, cell_split(instances)):
             log(' %s: %d instances' % (role, len(positions)))

@@ -197,7 +197,7 @@ def instance_record(cur, uuid=INSTANCE_UUID, old=None, new=None,
         'vcpus': data['vcpus'], 'memory_mb': data['memory_mb'],
         'root_gb': data['root_gb'], 'ephemeral_gb': data['ephemeral_gb'],
         'project_id': PROJECT_ID, 'user_id': USER_ID, 'image_ref': IMAGE_ID,
-        'availability_zone': 'az1',
+        'availability_zone': 'nova',
     }
     instance.update(instance_values)
     if mapping == 'build':
@@ -285,7 +285,7 @@ class Deployment(object):
                      migrations=(), image_ref=IMAGE_ID,
                      system_metadata=None, block_devices=(),
                      extra_numa_topology=None, extra_pci_requests='[]',
-                     spec_fields=None, availability_zone='az1'):
+                     spec_fields=None, availability_zone='nova'):
         """Insert one instance with its extra row, mapping and spec.
 
         ``spec``/``extra`` may be 'build' (realistic rows), None (no row)

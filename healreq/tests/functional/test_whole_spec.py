@@ -215,7 +215,8 @@ class MissingSpecTest(_WholeSpecCase):
     def setUp(self):
         super().setUp()
         self.deployment.add_aggregate('agg-1', 'az1', ['compute-1'])
-        self.missing = self.add_consistent(self.cell1, spec=None)
+        self.missing = self.add_consistent(self.cell1, spec=None,
+                                           availability_zone='az1')
         self.group = self.deployment.add_group('web',
                                                members=[self.missing])
 
