@@ -23,7 +23,6 @@ FIELD_NAMES is the order of checks and of the report.
 
 import copy
 import dataclasses
-import functools
 
 from healreq.heal import describe
 from healreq.heal.findings import FieldChange
@@ -218,30 +217,34 @@ class Inputs:
 
 
 # Many instances share a flavor and an image, and the derivations are pure
-# functions of them: each distinct input is derived once (bounded caches).
-@functools.lru_cache(maxsize=4096)
+# functions of them: each distinct input is derived once (see heal.memo).
+# The values are shared: read-only.
+_IMAGES = memo.Memo()
+_NUMA_REQUESTS = memo.Memo()
+_INSTANCE_FLAVORS = memo.Memo()
+
+
 def _derive_image(system_metadata_items, image_ref, release):
-    return image_obj.image_from_system_metadata(dict(system_metadata_items),
-                                                image_ref, release)
+    return _IMAGES.get(
+        (system_metadata_items, image_ref, release),
+        lambda: image_obj.image_from_system_metadata(
+            dict(system_metadata_items), image_ref, release))
 
 
-@functools.lru_cache(maxsize=4096)
 def _derive_numa(vcpus, memory_mb, extra_specs_items, image_key, release):
-    return numa_constraints.constraints(
-        vcpus, memory_mb, dict(extra_specs_items),
-        _derive_image(*image_key, release)['properties'], release)
+    return _NUMA_REQUESTS.get(
+        (vcpus, memory_mb, extra_specs_items, image_key, release),
+        lambda: numa_constraints.constraints(
+            vcpus, memory_mb, dict(extra_specs_items),
+            _derive_image(*image_key, release)['properties'], release))
 
 
 def instance_flavors(text):
-    """Parse ``instance_extra.flavor`` text (cached; read-only result)."""
+    """Parse ``instance_extra.flavor`` text (remembered; read-only)."""
     if isinstance(text, bytearray):
         text = bytes(text)
-    return _instance_flavors(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _instance_flavors(text):
-    return InstanceFlavors(flavor_obj.parse_instance_flavors(text))
+    return _INSTANCE_FLAVORS.get(
+        text, lambda: InstanceFlavors(flavor_obj.parse_instance_flavors(text)))
 
 
 def _spec_can_hold(spec, field, profile):
@@ -297,7 +300,7 @@ def _remembered(key, check, spec, inputs, profile):
 def check_image(spec, inputs, profile):
     """The spec's image against the image of the instance record."""
     image_key = inputs.image_key()
-    key = image_key and ('image', memo.text_key(spec.data, 'image'),
+    key = image_key and ('image', memo.document_key(spec.data, 'image'),
                          image_key, profile.fingerprint)
     return _remembered(key, _check_image, spec, inputs, profile)
 
@@ -306,7 +309,7 @@ def check_numa_topology(spec, inputs, profile):
     """The spec's NUMA request against the flavor's and image's."""
     key = inputs.numa_key()
     if key is not None:
-        key = ('numa', memo.text_key(spec.data, 'numa_topology'), key,
+        key = ('numa', memo.document_key(spec.data, 'numa_topology'), key,
                profile.fingerprint)
     return _remembered(key, _check_numa_topology, spec, inputs, profile)
 
@@ -316,7 +319,7 @@ def check_pci_requests(spec, inputs, profile):
     extra = inputs.extra_pci_requests
     # A healed value names the instance: only agreement is remembered.
     if (isinstance(extra, str) or extra is None) and _PCI_CONSISTENT.get(
-            (memo.text_key(spec.data, 'pci_requests'), extra),
+            (memo.document_key(spec.data, 'pci_requests'), extra),
             lambda: _check_pci_requests(spec, inputs, profile) is None):
         return None
     return _check_pci_requests(spec, inputs, profile)
