@@ -412,7 +412,7 @@ def open_read_only(url):
     except Exception:
         engine.dispose()
         raise
-    if current == [migrations.scripts().get_current_head()]:
+    if current == [migrations.HEAD]:
         return AuditStore.reading(engine)
     engine.dispose()
     return None

@@ -10,10 +10,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The shape of the audit store's migration history (no database)."""
+"""The shape of the audit store's migration history (no database server).
+"""
 
 import os
+import subprocess
+import sys
 
+import fixtures
 import testtools
 
 from healreq.audit import migrations
@@ -51,6 +55,24 @@ class HistoryTest(testtools.TestCase):
             # The template of "alembic revision" is for development only.
             self.assertEqual([], [n for n in names if not n.endswith('.py')
                                   and n != 'script.py.mako'], directory)
+
+    def test_head_constant_is_the_newest_revision(self):
+        """HEAD spares alembic's import: it must name the real head."""
+        self.assertEqual(self.script.get_current_head(), migrations.HEAD)
+
+    def test_store_at_head_opens_without_alembic(self):
+        """Only a migration imports alembic; opening a store does not."""
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'audit.sqlite')
+        program = ('import sys\n'
+                   'from healreq.audit import store\n'
+                   'store.AuditStore("sqlite:///%s")\n'
+                   'print("alembic" in sys.modules)\n' % path)
+        imported = [subprocess.run(
+            [sys.executable, '-c', program], capture_output=True,
+            text=True, check=True).stdout.strip() for _ in range(2)]
+        # The first opening creates the store with alembic.
+        self.assertEqual(['True', 'False'], imported)
 
     def test_revision_files_are_named_by_their_revision(self):
         for revision in self.revisions:
