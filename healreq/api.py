@@ -390,7 +390,8 @@ def open_audit(conf, read_only=False):
             reason = ('the store needs creating or upgrading to this '
                       'release\'s schema but cannot be written (%s)' % reason)
         raise exception.AuditStoreError(
-            urls.mask_password('cannot open %s: %s' % (url, reason)),
+            'cannot open %s: %s' % (urls.mask_url(url),
+                                    urls.mask_password(reason)),
             exit_code=ExitCode.INVALID_INPUT)
 
 
