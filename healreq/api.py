@@ -80,6 +80,7 @@ def load_config(config_files=()):
     conf = cfg.ConfigOpts()
     healreq_conf.register_opts(conf)
     conf(args=[], default_config_files=list(config_files))
+    healreq_conf.check(conf)
     return conf
 
 
@@ -348,9 +349,9 @@ def _api_engine(conf, pool_size=engines.POOL_SIZE):
         engine = engines.create_engine(
             conf.api_database.connection, pool_size=pool_size,
             lock_wait_timeout=conf.healreq.lock_wait_timeout)
-    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
         raise exception.InvalidInput('invalid [api_database]/connection: '
-                                     '%s' % exc)
+                                     '%s' % engines.describe_error(exc))
     try:
         yield engine
     finally:
@@ -363,7 +364,7 @@ def audit_url(conf):
         os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
 
 
-_AUDIT_OPEN_ERRORS = (OSError, ValueError,
+_AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
                       audit_schema.SchemaTooNew) + exception.DB_ERRORS
 
 
@@ -384,7 +385,7 @@ def open_audit(conf, read_only=False):
                 return store
         return audit_store.AuditStore(url)
     except _AUDIT_OPEN_ERRORS as exc:
-        reason = exception.first_line(exc)
+        reason = engines.describe_error(exc)
         if read_only and (isinstance(exc, OSError)
                           or 'readonly' in reason.lower()):
             reason = ('the store needs creating or upgrading to this '

@@ -84,10 +84,13 @@ MEANINGS = {
         'Nothing: this is the healthy result.'),
     ExitCode.INVALID_INPUT: Meaning(
         'invalid input, with a one-line message on stderr: a bad UUID, an '
-        'unknown instance or cell, conflicting options, a missing or '
-        'unreadable configuration, an audit store that cannot be opened or '
-        'was written by a newer release, a Nova release that cannot be '
-        'established or is not supported (when writing)',
+        'unknown instance or cell, conflicting options, a missing, '
+        'unreadable or invalid configuration (a file that is not UTF-8, a '
+        'value out of its range, a database driver that is not installed '
+        'or does not take an argument of its URL), an audit store that '
+        'cannot be opened or was written by a newer release, a Nova '
+        'release that cannot be established or is not supported (when '
+        'writing)',
         'Read the one-line message; fix the command line or the '
         'configuration. For a release that cannot be detected, name it '
         'with --target-release.'),

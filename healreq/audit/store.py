@@ -40,6 +40,7 @@ from healreq.audit import lease
 from healreq.audit import migrations
 from healreq.audit import schema
 from healreq import clock
+from healreq.db import engines as db_engines
 from healreq.db import tables
 from healreq import exception
 from healreq import version
@@ -103,6 +104,7 @@ class AuditStore(object):
             _prepare_sqlite_file(url)
         self.engine = engines.create_engine(
             _utf8mb4(url), max_retries=0, mysql_sql_mode='TRADITIONAL')
+        db_engines.check_connect_arguments(self.engine)
         migrations.upgrade(self.engine)
         # The leases of the runs this store started and has not ended.
         self._leases = {}

@@ -52,8 +52,11 @@ ExitCode = exception.ExitCode
 # garbage there is does not pile up over a long run.
 _GC_THRESHOLDS = (50000, 10, 10)
 
-_LOG_LEVELS = ['oslo_db=WARNING', 'oslo_config=WARNING', 'sqlalchemy=WARNING',
-               'healreq=WARNING']
+# oslo.db's engine warnings advise services to name a driver in their URLs
+# and to set a strict SQL mode: nova-heal uses nova.conf's URLs as Nova
+# does and sets the mode itself, so they would only add lines to stderr.
+_LOG_LEVELS = ['oslo_db=WARNING', 'oslo_db.sqlalchemy.engines=ERROR',
+               'oslo_config=WARNING', 'sqlalchemy=WARNING', 'healreq=WARNING']
 
 
 def _demo_parser(subparsers):
@@ -141,8 +144,28 @@ def _parse(conf, argv):
                                       'nova-heal: invalid arguments')
     except cfg.Error as exc:
         raise exception.InvalidInput(exception.first_line(exc))
+    except UnicodeDecodeError as exc:
+        raise exception.InvalidInput(
+            'cannot read configuration file %s: it is not UTF-8 text (byte '
+            '0x%02x)' % (_file_being_read(exc), exc.object[exc.start]))
+    except OSError as exc:
+        raise exception.InvalidInput('cannot read configuration file: %s'
+                                     % exc)
     sys.stderr.write(captured.getvalue())
+    # Values are converted and checked when read: read them all now.
+    healreq_conf.check(conf)
     return True
+
+
+def _file_being_read(exc):
+    """The configuration file oslo.config was reading when ``exc`` rose."""
+    traceback_ = exc.__traceback__
+    while traceback_ is not None:
+        reader = traceback_.tb_frame.f_locals.get('self')
+        if isinstance(reader, cfg.ConfigParser):
+            return reader.filename
+        traceback_ = traceback_.tb_next
+    return '(unknown)'
 
 
 def tune_garbage_collector():
