@@ -19,7 +19,11 @@ Where they exist, the tool logs there as nova-manage would, to
 so, instead of failing before it has done anything.
 """
 
+import logging as std_logging
+
 from oslo_log import log as logging
+
+from healreq.db import urls
 
 LOG = logging.getLogger(__name__)
 
@@ -27,11 +31,16 @@ LOG_FILE_IN_LOG_DIR = 'nova-heal.log'
 
 
 def setup(conf, product='healreq'):
-    """Set up oslo.log from ``conf``; fall back to stderr on any error."""
+    """Set up oslo.log from ``conf``; fall back to stderr on any error.
+
+    Every line logged is masked (urls.mask_password): libraries log URLs
+    with the password of their query string.
+    """
     if conf.log_dir and not conf.log_file:
         conf.set_override('log_file', LOG_FILE_IN_LOG_DIR)
     try:
         logging.setup(conf, product)
+        _mask_every_line()
         return
     except (OSError, logging.LogConfigError) as exc:
         problem = exc
@@ -40,8 +49,24 @@ def setup(conf, product='healreq'):
                         ('log_file', None), ('use_stderr', True)):
         conf.set_override(name, value)
     logging.setup(conf, product)
+    _mask_every_line()
     LOG.warning('Cannot log to %s (%s); logging to stderr instead.',
                 where, getattr(problem, 'strerror', None) or problem)
+
+
+class _MaskPasswords(std_logging.Filter):
+    def filter(self, record):
+        message = record.getMessage()
+        masked = urls.mask_password(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        return True
+
+
+def _mask_every_line():
+    masking = _MaskPasswords()
+    for handler in std_logging.getLogger().handlers:
+        handler.addFilter(masking)
 
 
 def _log_path(conf):

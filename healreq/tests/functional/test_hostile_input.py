@@ -182,6 +182,24 @@ class QueryPasswordLeakTest(audit_case.AuditTestCase):
             self.assertNotIn(secret, debug.stdout + debug.stderr)
         self.assertNotIn(self.SECRET.encode(), self.state_bytes())
 
+    def test_urls_logged_by_libraries(self):
+        # oslo.db logs this URL with the password of its user information
+        # masked, not that of its query string.
+        store = 'mysql://healreq@127.0.0.1:1/healreq?password=%s' % (
+            self.SECRET)
+        with open(self.config_file) as handle:
+            text = handle.read().replace(
+                '[DEFAULT]\n', '[DEFAULT]\ndefault_log_levels = '
+                'oslo_db.sqlalchemy.engines=WARNING\n')
+        config = self.write_config_text(
+            text + 'audit_connection = %s\n' % store)
+        for argv in (['request-specs', '--dry-run'], ['audit', 'list'],
+                     ['--debug', 'audit', 'list']):
+            result = cli.run_main(['--config-file', config] + argv)
+            self.assertEqual(127, result.code, result.stderr)
+            self.assertIn("does not contain a '+drivername'", result.stderr)
+            self.assertNotIn(self.SECRET, result.stdout + result.stderr)
+
     def test_cell_url_that_cannot_be_parsed(self):
         self.add_drifted(self.cell1)
         # A typo (one slash): SQLAlchemy 1.4 quotes the whole URL.
