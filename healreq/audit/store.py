@@ -24,7 +24,6 @@ runs whose lease is free, so it never races a live run.
 """
 
 import functools
-import getpass
 import hashlib
 import json
 import os
@@ -36,6 +35,7 @@ import uuid as uuidlib
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
+from healreq.audit import identity
 from healreq.audit import lease
 from healreq.audit import migrations
 from healreq.audit import schema
@@ -153,7 +153,8 @@ class AuditStore(object):
                     id=run_id, started_at=clock.utcnow(),
                     started_ns=time.time_ns(),
                     mode=mode, command=command,
-                    operator=getpass.getuser(), host=socket.gethostname(),
+                    operator=identity.operator(),
+                    host=socket.gethostname(),
                     tool_version=version.version_info.release_string(),
                     filters=json.dumps(filters, sort_keys=True),
                     lease=lease.kind_for(self.engine)))

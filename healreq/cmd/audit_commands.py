@@ -18,6 +18,7 @@ import json
 import sys
 
 from healreq import api
+from healreq.audit import identity
 from healreq.cmd import common
 from healreq.cmd import output
 from healreq import exception
@@ -120,10 +121,15 @@ def audit_list(conf, argv):
         common.emit('%s  %s  %-8s exit %s  %s@%s  %s' % (
             run['id'], run['started_at'], run['mode'],
             '-' if run['exit_code'] is None else run['exit_code'],
-            run['operator'], run['host'], ', '.join(
+            _printable(run['operator']), _printable(run['host']), ', '.join(
                 '%s %s' % (k, v) for k, v in summary.items()
                 if k in ('drifted', 'healed', 'errors', 'conflicts'))))
     return 0
+
+
+def _printable(text):
+    # Runs recorded by earlier releases may hold any character there.
+    return identity.printable(text or '')
 
 
 def _run_dict(run):
@@ -175,8 +181,8 @@ def audit_show(conf, argv):
         common.emit(json.dumps(document, indent=2))
         return 0
     common.emit('Run %s (%s) by %s@%s, healreq %s' % (
-        run['id'], run['mode'], run['operator'], run['host'],
-        run['tool_version']))
+        run['id'], run['mode'], _printable(run['operator']),
+        _printable(run['host']), run['tool_version']))
     common.emit('  command: %s' % run['command'])
     common.emit('  started %s, ended %s, exit code %s' % (
         run['started_at'], run['ended_at'] or '-', run['exit_code']))

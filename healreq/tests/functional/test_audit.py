@@ -19,7 +19,6 @@ test_audit_crash.
 """
 
 import datetime
-import getpass
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ import fixtures as test_fixtures
 import sqlalchemy as sa
 
 from healreq import api
+from healreq.audit import identity
 from healreq.audit import store as audit_store
 from healreq.db import tables
 from healreq import exception
@@ -72,7 +72,7 @@ class RunRecordTest(audit_case.AuditTestCase):
 
         run = self.audit_runs()[run_id]
         self.assertEqual('heal', run['mode'])
-        self.assertEqual(getpass.getuser(), run['operator'])
+        self.assertEqual(identity.operator(), run['operator'])
         self.assertEqual(socket.gethostname(), run['host'])
         self.assertEqual(version.version_info.release_string(),
                          run['tool_version'])
@@ -139,7 +139,7 @@ class RunRecordTest(audit_case.AuditTestCase):
         self.assertEqual(0, result.code, result.stderr)
         lines = result.stdout.splitlines()
         self.assertEqual('Run %s (heal) by %s@%s, healreq %s' % (
-            run_id, getpass.getuser(), socket.gethostname(),
+            run_id, identity.operator(), socket.gethostname(),
             version.version_info.release_string()), lines[0])
         self.assertIn('  command: nova-heal --config-file %s request-specs '
                       '--format json --instance %s'
@@ -202,7 +202,7 @@ class RunRecordTest(audit_case.AuditTestCase):
         self.assertEqual(1, len(lines), result.stdout)
         self.assertTrue(lines[0].startswith(dry_run + '  '), lines[0])
         self.assertIn(' dry-run  exit 0  %s@%s  drifted 2, healed 0, '
-                      'errors 0, conflicts 0' % (getpass.getuser(),
+                      'errors 0, conflicts 0' % (identity.operator(),
                                                  socket.gethostname()),
                       lines[0])
 
