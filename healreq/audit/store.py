@@ -146,7 +146,10 @@ class AuditStore(object):
         invocation ever sees the run without it.
         """
         run_id = str(uuidlib.uuid4())
-        self._leases[run_id] = lease.acquire(self.engine, run_id)
+        try:
+            self._leases[run_id] = lease.acquire(self.engine, run_id)
+        except lease.LeaseError as exc:
+            raise _lease_error('cannot take the lease of a new run', exc)
         try:
             with self.engine.begin() as conn:
                 conn.execute(schema.runs.insert().values(
@@ -313,7 +316,24 @@ class AuditStore(object):
         if run['run_lease'] is None:
             return (time.time_ns() - run['run_started_ns']
                     > LEGACY_RUN_GRACE_NS)
-        return lease.is_free(self.engine, run['run_lease'], change['run_id'])
+        try:
+            return lease.is_free(self.engine, run['run_lease'],
+                                 change['run_id'])
+        except lease.LeaseError as exc:
+            raise _lease_error('cannot tell whether run %s is over'
+                               % change['run_id'], exc)
+
+
+def _lease_error(doing, exc):
+    """The AuditStoreError of LeaseError ``exc``: the store is unusable.
+
+    Exit code 127, as for a store that cannot be opened: nothing has been
+    recorded or written.
+    """
+    error = exception.AuditStoreError(
+        '%s: %s' % (doing, exc), exit_code=exception.ExitCode.INVALID_INPUT)
+    error.__cause__ = exc
+    return error
 
 
 def _recovered_state(change, text):
