@@ -23,11 +23,13 @@ Every run holds a lease (``healreq.audit.lease``) from ``start_run`` to
 runs whose lease is free, so it never races a live run.
 """
 
+import errno
 import functools
 import hashlib
 import json
 import os
 import socket
+import stat
 import time
 import urllib.parse
 import uuid as uuidlib
@@ -71,16 +73,52 @@ def _store_errors(method):
     return wrapper
 
 
-def _prepare_sqlite_file(url):
-    """Create an SQLite store's directory and file, owner-only."""
+class UnsafeStorePath(ValueError):
+    """The SQLite store's path is a symbolic link or not a regular file."""
+
+
+def _sqlite_file(url):
+    """The file of an SQLite store URL; None for another store."""
     path = sa.engine.make_url(url).database
-    if not path or path == ':memory:':
+    if not url.startswith('sqlite') or not path or path == ':memory:':
+        return None
+    return path
+
+
+def _refuse_link(path):
+    """Refuse a symbolic link where the store is (its target is not ours)."""
+    if os.path.islink(path):
+        raise UnsafeStorePath(
+            '%s is a symbolic link; the audit store must be a regular file '
+            '(nothing is created or changed through a link)' % path)
+
+
+def _prepare_sqlite_file(url):
+    """Create an SQLite store's directory and file, owner-only.
+
+    Never through a symbolic link: a link is refused (UnsafeStorePath),
+    and the file is opened with O_NOFOLLOW and made owner-only through
+    that descriptor.
+    """
+    path = _sqlite_file(url)
+    if path is None:
         return
+    _refuse_link(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    descriptor = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    os.close(descriptor)
-    os.chmod(path, 0o600)
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW
+                             | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link planted meanwhile
+            _refuse_link(path)
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise UnsafeStorePath('%s is not a regular file' % path)
+        os.fchmod(descriptor, 0o600)
+    finally:
+        os.close(descriptor)
 
 
 def _utf8mb4(url):
@@ -350,11 +388,14 @@ def open_read_only(url):
     """A read-only store on an existing SQLite file at the head revision.
 
     None where that does not apply (another backend, no file yet, an
-    older schema): the store is then opened as usual.
+    older schema): the store is then opened as usual. Raises
+    UnsafeStorePath if the file is a symbolic link.
     """
-    path = sa.engine.make_url(url).database
-    if not url.startswith('sqlite') or not path or path == ':memory:' or (
-            not os.path.isfile(path)):
+    path = _sqlite_file(url)
+    if path is None:
+        return None
+    _refuse_link(path)
+    if not os.path.isfile(path):
         return None
     engine = engines.create_engine(
         'sqlite:///file:%s?mode=ro&uri=true'
