@@ -45,6 +45,7 @@ from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
 from healreq import clock as clock_module
 from healreq import conf as healreq_conf
+from healreq.db import api_queries
 from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
@@ -56,6 +57,7 @@ from healreq.heal.findings import Status
 from healreq.heal import replay
 from healreq.heal import writer
 from healreq import metrics
+from healreq.protected import Protected
 from healreq import releases
 
 
@@ -155,7 +157,8 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
 
     mode = 'dry-run' if options.dry_run else 'heal'
     # Each cell worker reads and writes the API database.
-    with _api_engine(conf, engines.POOL_SIZE * options.workers) as (
+    with _checked_api_engine(conf, audit,
+                             engines.POOL_SIZE * options.workers) as (
             api_engine), _audit_store(conf, audit) as store:
         return _recorded_run(api_engine, store, mode, command,
                              _filters(options), work, outputs)
@@ -224,8 +227,8 @@ def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
             _attach_report(exc, replayer.report, replayer.report.findings)
             raise
 
-    with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
-            store):
+    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
+            conf, audit) as store:
         return _recorded_run(api_engine, store, mode, command, filters,
                              work, prepare=prepare)
 
@@ -358,6 +361,23 @@ def _api_engine(conf, pool_size=engines.POOL_SIZE):
         engine.dispose()
 
 
+@contextlib.contextmanager
+def _checked_api_engine(conf, audit, pool_size=engines.POOL_SIZE):
+    """The API database engine, once the cells' databases are protected.
+
+    The cell mappings are read first: the configured audit store must not
+    be one of the cells' databases (unless ``audit`` is given instead).
+    """
+    with _api_engine(conf, pool_size) as api_engine:
+        if audit is None:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with api_engine.connect() as conn:
+                    cells = api_queries.get_cells(conn)
+            Protected.configured(conf).with_cells(
+                cells, conf.database.connection).check_store(audit_url(conf))
+        yield api_engine
+
+
 def audit_url(conf):
     """The audit store's URL: ``audit_connection`` or under state_path."""
     return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
@@ -375,9 +395,11 @@ def open_audit(conf, read_only=False):
     schema is opened read-only and nothing is written to it or its file
     (a store on read-only storage can be reviewed); one that needs an
     upgrade and cannot be written is reported in one line. Raises
-    AuditStoreError (exit 127) if it cannot be opened.
+    AuditStoreError (exit 127) if it cannot be opened, or if it would be
+    a Nova database the configuration names (healreq.protected).
     """
     url = audit_url(conf)
+    Protected.configured(conf).check_store(url)
     try:
         if read_only:
             store = audit_store.open_read_only(url)

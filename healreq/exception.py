@@ -88,9 +88,9 @@ MEANINGS = {
         'unreadable or invalid configuration (a file that is not UTF-8, a '
         'value out of its range, a database driver that is not installed '
         'or does not take an argument of its URL), an audit store that '
-        'cannot be opened or locked, is a symbolic link, or was written by '
-        'a newer release, a Nova release that cannot be established or is '
-        'not supported (when writing)',
+        'cannot be opened or locked, is a symbolic link, is a Nova '
+        'database or was written by a newer release, a Nova release that '
+        'cannot be established or is not supported (when writing)',
         'Read the one-line message; fix the command line or the '
         'configuration. For a release that cannot be detected, name it '
         'with --target-release.'),
