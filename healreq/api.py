@@ -155,13 +155,27 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
         return _write_outputs(report, code, run_id, duration,
                               options.dry_run, plan_file, metrics_file)
 
+    files = [('--plan', plan_file), ('--metrics-file', metrics_file)]
+    protected = refuse_unsafe_outputs(conf, files)
     mode = 'dry-run' if options.dry_run else 'heal'
     # Each cell worker reads and writes the API database.
-    with _checked_api_engine(conf, audit,
+    with _checked_api_engine(conf, audit, files, protected,
                              engines.POOL_SIZE * options.workers) as (
             api_engine), _audit_store(conf, audit) as store:
         return _recorded_run(api_engine, store, mode, command,
                              _filters(options), work, outputs)
+
+
+def refuse_unsafe_outputs(conf, files):
+    """Refuse output files that would replace what the configuration names.
+
+    ``files`` are ``(option, path)`` pairs; nothing is read (see
+    healreq.protected). Returns the configuration's Protected. Raises
+    UnsafeOutput.
+    """
+    protected = Protected.configured(conf)
+    protected.check_outputs(files, audit_url(conf))
+    return protected
 
 
 def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
@@ -362,19 +376,27 @@ def _api_engine(conf, pool_size=engines.POOL_SIZE):
 
 
 @contextlib.contextmanager
-def _checked_api_engine(conf, audit, pool_size=engines.POOL_SIZE):
+def _checked_api_engine(conf, audit, files=(), protected=None,
+                        pool_size=engines.POOL_SIZE):
     """The API database engine, once the cells' databases are protected.
 
     The cell mappings are read first: the configured audit store must not
-    be one of the cells' databases (unless ``audit`` is given instead).
+    be one of the cells' databases (unless ``audit`` is given instead),
+    and no output ``files`` ((option, path) pairs) may replace a cell's
+    SQLite file. ``protected`` is the configuration's, if known.
     """
+    if protected is None:
+        protected = Protected.configured(conf)
     with _api_engine(conf, pool_size) as api_engine:
-        if audit is None:
+        if audit is None or any(path for _, path in files):
             with exception.reraised_as(exception.ApiDatabaseError):
                 with api_engine.connect() as conn:
                     cells = api_queries.get_cells(conn)
-            Protected.configured(conf).with_cells(
-                cells, conf.database.connection).check_store(audit_url(conf))
+            with_cells = protected.with_cells(cells,
+                                              conf.database.connection)
+            if audit is None:
+                with_cells.check_store(audit_url(conf))
+            with_cells.check_outputs(files, audit_url(conf))
         yield api_engine
 
 

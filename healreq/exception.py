@@ -89,8 +89,10 @@ MEANINGS = {
         'value out of its range, a database driver that is not installed '
         'or does not take an argument of its URL), an audit store that '
         'cannot be opened or locked, is a symbolic link, is a Nova '
-        'database or was written by a newer release, a Nova release that '
-        'cannot be established or is not supported (when writing)',
+        'database or was written by a newer release, a --plan or '
+        '--metrics-file that would replace the audit store, a '
+        'configuration file or a Nova database, a Nova release that cannot '
+        'be established or is not supported (when writing)',
         'Read the one-line message; fix the command line or the '
         'configuration. For a release that cannot be detected, name it '
         'with --target-release.'),
@@ -235,6 +237,18 @@ class ArgumentError(InvalidInput):
 
     def line(self):
         return urls.mask_password(str(self))
+
+
+class UnsafeOutput(InvalidInput):
+    """An output file would replace a file the tool or Nova depends on.
+
+    ``path`` is never written, not even with the metrics of the failure.
+    """
+
+    def __init__(self, option, path, what):
+        super().__init__('%s %s would replace %s; write it elsewhere'
+                         % (option, path, what))
+        self.path = path
 
 
 class PlanError(InvalidInput):

@@ -198,7 +198,22 @@ def _metrics_file(conf):
     return path if path and path.strip() else None
 
 
-def _failed(conf, argv, exit_code, line):
+def _may_write_metrics(conf, path, error):
+    """Whether the metrics of a failure may go to ``path``.
+
+    Never to a path refused as an output, nor to one the configuration
+    protects (the error may have come before that check).
+    """
+    if isinstance(error, exception.UnsafeOutput) and error.path == path:
+        return False
+    try:
+        api.refuse_unsafe_outputs(conf, [('--metrics-file', path)])
+    except Exception:  # refused, or a configuration that cannot be read
+        return False
+    return True
+
+
+def _failed(conf, argv, exit_code, line, error=None):
     """Report an error that ends the command; return its exit code.
 
     The line goes to stderr; with --format json, stdout gets the error
@@ -211,7 +226,7 @@ def _failed(conf, argv, exit_code, line):
         except BrokenPipeError:
             common.silence_stdout()
     path = _metrics_file(conf)
-    if path:
+    if path and _may_write_metrics(conf, path, error):
         dry_run = bool(getattr(conf.command, 'dry_run', False))
         try:
             api.write_failure_metrics(path, exit_code, dry_run)
@@ -244,7 +259,7 @@ def main(argv=None):
         error = exception.InvalidInput(exception.first_line(exc))
         return _failed(conf, argv, error.exit_code, error.line())
     except exception.HealreqError as error:
-        return _failed(conf, argv, error.exit_code, error.line())
+        return _failed(conf, argv, error.exit_code, error.line(), error)
     except BrokenPipeError:
         # The reader of stdout went away (``audit list | head -1``).
         common.silence_stdout()
