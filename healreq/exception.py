@@ -131,7 +131,8 @@ _REPLAY_DIFFERENCES = {
         'nothing to do (for apply: the plan holds no change)'),
     ExitCode.INVALID_INPUT: Meaning(
         'invalid input (an unknown run, an unreadable or edited plan, a '
-        'spec_id that is not a JSON integer)'),
+        'spec_id that is not a JSON integer), or, as for request-specs, a '
+        'configuration or an audit store that cannot be used'),
     ExitCode.INTERRUPTED: Meaning(
         'interrupted by SIGINT: stopped at once; the audit run is closed '
         'with this code'),
