@@ -44,6 +44,7 @@ from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
 from healreq import clock as clock_module
 from healreq import conf as healreq_conf
+from healreq.db import api_queries
 from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
@@ -58,6 +59,7 @@ from healreq.heal import replay
 from healreq.heal import walker
 from healreq.heal import writer
 from healreq import metrics
+from healreq.protected import Protected
 from healreq import releases
 
 
@@ -106,6 +108,7 @@ def load_config(config_files=()):
     conf = cfg.ConfigOpts()
     healreq_conf.register_opts(conf)
     conf(args=[], default_config_files=list(config_files))
+    healreq_conf.check(conf)
     return conf
 
 
@@ -191,12 +194,27 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                               options.dry_run, plan_file, metrics_file,
                               options.settings.az_policy)
 
+    files = [('--plan', plan_file), ('--metrics-file', metrics_file)]
+    protected = refuse_unsafe_outputs(conf, files)
     mode = 'dry-run' if options.dry_run else 'heal'
     # Each cell worker reads and writes the API database.
-    with _api_engine(conf, engines.POOL_SIZE * options.workers) as (
+    with _checked_api_engine(conf, audit, files, protected,
+                             engines.POOL_SIZE * options.workers) as (
             api_engine), _audit_store(conf, audit) as store:
         return _recorded_run(api_engine, store, mode, command,
                              _filters(options), work, outputs)
+
+
+def refuse_unsafe_outputs(conf, files):
+    """Refuse output files that would replace what the configuration names.
+
+    ``files`` are ``(option, path)`` pairs; nothing is read (see
+    healreq.protected). Returns the configuration's Protected. Raises
+    UnsafeOutput.
+    """
+    protected = Protected.configured(conf)
+    protected.check_outputs(files, audit_url(conf))
+    return protected
 
 
 def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
@@ -263,8 +281,8 @@ def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
         finally:
             run_context.close()
 
-    with _api_engine(conf) as api_engine, _audit_store(conf, audit) as (
-            store):
+    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
+            conf, audit) as store:
         return _recorded_run(api_engine, store, mode, command, filters,
                              work, prepare=prepare)
 
@@ -396,13 +414,38 @@ def _api_engine(conf, pool_size=engines.POOL_SIZE):
         engine = engines.create_engine(
             conf.api_database.connection, pool_size=pool_size,
             lock_wait_timeout=conf.healreq.lock_wait_timeout)
-    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
         raise exception.InvalidInput('invalid [api_database]/connection: '
-                                     '%s' % exc)
+                                     '%s' % engines.describe_error(exc))
     try:
         yield engine
     finally:
         engine.dispose()
+
+
+@contextlib.contextmanager
+def _checked_api_engine(conf, audit, files=(), protected=None,
+                        pool_size=engines.POOL_SIZE):
+    """The API database engine, once the cells' databases are protected.
+
+    The cell mappings are read first: the configured audit store must not
+    be one of the cells' databases (unless ``audit`` is given instead),
+    and no output ``files`` ((option, path) pairs) may replace a cell's
+    SQLite file. ``protected`` is the configuration's, if known.
+    """
+    if protected is None:
+        protected = Protected.configured(conf)
+    with _api_engine(conf, pool_size) as api_engine:
+        if audit is None or any(path for _, path in files):
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with api_engine.connect() as conn:
+                    cells = api_queries.get_cells(conn)
+            with_cells = protected.with_cells(cells,
+                                              conf.database.connection)
+            if audit is None:
+                with_cells.check_store(audit_url(conf))
+            with_cells.check_outputs(files, audit_url(conf))
+        yield api_engine
 
 
 def audit_url(conf):
@@ -411,7 +454,7 @@ def audit_url(conf):
         os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
 
 
-_AUDIT_OPEN_ERRORS = (OSError, ValueError,
+_AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
                       audit_schema.SchemaTooNew) + exception.DB_ERRORS
 
 
@@ -422,9 +465,11 @@ def open_audit(conf, read_only=False):
     schema is opened read-only and nothing is written to it or its file
     (a store on read-only storage can be reviewed); one that needs an
     upgrade and cannot be written is reported in one line. Raises
-    AuditStoreError (exit 127) if it cannot be opened.
+    AuditStoreError (exit 127) if it cannot be opened, or if it would be
+    a Nova database the configuration names (healreq.protected).
     """
     url = audit_url(conf)
+    Protected.configured(conf).check_store(url)
     try:
         if read_only:
             store = audit_store.open_read_only(url)
@@ -432,13 +477,14 @@ def open_audit(conf, read_only=False):
                 return store
         return audit_store.AuditStore(url)
     except _AUDIT_OPEN_ERRORS as exc:
-        reason = exception.first_line(exc)
+        reason = engines.describe_error(exc)
         if read_only and (isinstance(exc, OSError)
                           or 'readonly' in reason.lower()):
             reason = ('the store needs creating or upgrading to this '
                       'release\'s schema but cannot be written (%s)' % reason)
         raise exception.AuditStoreError(
-            urls.mask_password('cannot open %s: %s' % (url, reason)),
+            'cannot open %s: %s' % (urls.mask_url(url),
+                                    urls.mask_password(reason)),
             exit_code=ExitCode.INVALID_INPUT)
 
 

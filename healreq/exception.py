@@ -84,10 +84,15 @@ MEANINGS = {
         'Nothing: this is the healthy result.'),
     ExitCode.INVALID_INPUT: Meaning(
         'invalid input, with a one-line message on stderr: a bad UUID, an '
-        'unknown instance or cell, conflicting options, a missing or '
-        'unreadable configuration, an audit store that cannot be opened or '
-        'was written by a newer release, a Nova release that cannot be '
-        'established or is not supported (when writing)',
+        'unknown instance or cell, conflicting options, a missing, '
+        'unreadable or invalid configuration (a file that is not UTF-8, a '
+        'value out of its range, a database driver that is not installed '
+        'or does not take an argument of its URL), an audit store that '
+        'cannot be opened or locked, is a symbolic link, is a Nova '
+        'database or was written by a newer release, a --plan or '
+        '--metrics-file that would replace the audit store, a '
+        'configuration file or a Nova database, a Nova release that cannot '
+        'be established or is not supported (when writing)',
         'Read the one-line message; fix the command line or the '
         'configuration. For a release that cannot be detected, name it '
         'with --target-release.'),
@@ -128,7 +133,8 @@ _REPLAY_DIFFERENCES = {
         'nothing to do (for apply: the plan holds no change)'),
     ExitCode.INVALID_INPUT: Meaning(
         'invalid input (an unknown run, an unreadable or edited plan, a '
-        'spec_id that is not a JSON integer)'),
+        'spec_id that is not a JSON integer), or, as for request-specs, a '
+        'configuration or an audit store that cannot be used'),
     ExitCode.INTERRUPTED: Meaning(
         'interrupted by SIGINT: stopped at once; the audit run is closed '
         'with this code'),
@@ -234,6 +240,18 @@ class ArgumentError(InvalidInput):
 
     def line(self):
         return urls.mask_password(str(self))
+
+
+class UnsafeOutput(InvalidInput):
+    """An output file would replace a file the tool or Nova depends on.
+
+    ``path`` is never written, not even with the metrics of the failure.
+    """
+
+    def __init__(self, option, path, what):
+        super().__init__('%s %s would replace %s; write it elsewhere'
+                         % (option, path, what))
+        self.path = path
 
 
 class PlanError(InvalidInput):

@@ -49,7 +49,11 @@ def kind_for(engine):
 
 
 def acquire(engine, run_id):
-    """Take run ``run_id``'s lease; return an object with ``release()``."""
+    """Take run ``run_id``'s lease; return an object with ``release()``.
+
+    Raises LeaseError if it cannot be taken (its lock file cannot be
+    created, or a file is already at its place).
+    """
     kind = kind_for(engine)
     if kind == NAMED_LOCK:
         return _NamedLock(engine, run_id)
@@ -59,7 +63,10 @@ def acquire(engine, run_id):
 
 
 def is_free(engine, kind, run_id):
-    """Whether run ``run_id``'s lease of ``kind`` is free (the run died)."""
+    """Whether run ``run_id``'s lease of ``kind`` is free (the run died).
+
+    Raises LeaseError if its lock file cannot be checked.
+    """
     if kind == NAMED_LOCK:
         with engine.connect() as conn:
             free = conn.execute(sa.text('SELECT IS_FREE_LOCK(:name)'),
@@ -105,7 +112,19 @@ def _lock_path(engine, run_id):
 
 
 class LeaseError(Exception):
-    """A run's lease could not be taken."""
+    """A run's lease could not be taken or checked."""
+
+
+def _file_error(doing, path, exc):
+    """The LeaseError of OSError ``exc`` raised ``doing`` lock file ``path``.
+
+    A symbolic link is never followed (O_NOFOLLOW): it is named as such.
+    """
+    reason = exc.strerror or str(exc)
+    if os.path.islink(path):
+        reason = 'it is a symbolic link'
+    return LeaseError('cannot %s the lock file %s: %s'
+                      % (doing, path, reason))
 
 
 class _NamedLock(object):
@@ -146,12 +165,18 @@ class _FileLock(object):
 
     def __init__(self, path):
         self._path = path
-        self._fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR
-                           | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        # Created here, exclusively, never through a symbolic link.
+        try:
+            self._fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR
+                               | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise _file_error('create', path, exc) from exc
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BaseException:
+        except BaseException as exc:
             os.close(self._fd)
+            if isinstance(exc, OSError):
+                raise _file_error('lock', path, exc) from exc
             raise
 
     def release(self):
@@ -174,13 +199,15 @@ def _file_lock_free(path):
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return True
+    except OSError as exc:
+        raise _file_error('check', path, exc) from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 return False
-            raise
+            raise _file_error('check', path, exc) from exc
         # The run died without removing its file (SIGKILL): its id is
         # never used again, so the file can go.
         try:

@@ -23,12 +23,13 @@ Every run holds a lease (``healreq.audit.lease``) from ``start_run`` to
 runs whose lease is free, so it never races a live run.
 """
 
+import errno
 import functools
-import getpass
 import hashlib
 import json
 import os
 import socket
+import stat
 import time
 import urllib.parse
 import uuid as uuidlib
@@ -36,11 +37,13 @@ import uuid as uuidlib
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
+from healreq.audit import identity
 from healreq.audit import lease
 from healreq.audit import migrations
 from healreq.audit import schema
 from healreq import clock
 from healreq.db import api_queries
+from healreq.db import engines as db_engines
 from healreq import exception
 from healreq import version
 
@@ -83,16 +86,52 @@ def _store_errors(method):
     return wrapper
 
 
-def _prepare_sqlite_file(url):
-    """Create an SQLite store's directory and file, owner-only."""
+class UnsafeStorePath(ValueError):
+    """The SQLite store's path is a symbolic link or not a regular file."""
+
+
+def _sqlite_file(url):
+    """The file of an SQLite store URL; None for another store."""
     path = sa.engine.make_url(url).database
-    if not path or path == ':memory:':
+    if not url.startswith('sqlite') or not path or path == ':memory:':
+        return None
+    return path
+
+
+def _refuse_link(path):
+    """Refuse a symbolic link where the store is (its target is not ours)."""
+    if os.path.islink(path):
+        raise UnsafeStorePath(
+            '%s is a symbolic link; the audit store must be a regular file '
+            '(nothing is created or changed through a link)' % path)
+
+
+def _prepare_sqlite_file(url):
+    """Create an SQLite store's directory and file, owner-only.
+
+    Never through a symbolic link: a link is refused (UnsafeStorePath),
+    and the file is opened with O_NOFOLLOW and made owner-only through
+    that descriptor.
+    """
+    path = _sqlite_file(url)
+    if path is None:
         return
+    _refuse_link(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    descriptor = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    os.close(descriptor)
-    os.chmod(path, 0o600)
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW
+                             | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link planted meanwhile
+            _refuse_link(path)
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise UnsafeStorePath('%s is not a regular file' % path)
+        os.fchmod(descriptor, 0o600)
+    finally:
+        os.close(descriptor)
 
 
 def _utf8mb4(url):
@@ -116,6 +155,7 @@ class AuditStore(object):
             _prepare_sqlite_file(url)
         self.engine = engines.create_engine(
             _utf8mb4(url), max_retries=0, mysql_sql_mode='TRADITIONAL')
+        db_engines.check_connect_arguments(self.engine)
         migrations.upgrade(self.engine)
         # The leases of the runs this store started and has not ended.
         self._leases = {}
@@ -157,14 +197,18 @@ class AuditStore(object):
         invocation ever sees the run without it.
         """
         run_id = str(uuidlib.uuid4())
-        self._leases[run_id] = lease.acquire(self.engine, run_id)
+        try:
+            self._leases[run_id] = lease.acquire(self.engine, run_id)
+        except lease.LeaseError as exc:
+            raise _lease_error('cannot take the lease of a new run', exc)
         try:
             with self.engine.begin() as conn:
                 conn.execute(schema.runs.insert().values(
                     id=run_id, started_at=clock.utcnow(),
                     started_ns=time.time_ns(),
                     mode=mode, command=command,
-                    operator=getpass.getuser(), host=socket.gethostname(),
+                    operator=identity.operator(),
+                    host=socket.gethostname(),
                     tool_version=version.version_info.release_string(),
                     filters=json.dumps(filters, sort_keys=True),
                     lease=lease.kind_for(self.engine)))
@@ -369,7 +413,24 @@ class AuditStore(object):
         if run['run_lease'] is None:
             return (time.time_ns() - run['run_started_ns']
                     > LEGACY_RUN_GRACE_NS)
-        return lease.is_free(self.engine, run['run_lease'], change['run_id'])
+        try:
+            return lease.is_free(self.engine, run['run_lease'],
+                                 change['run_id'])
+        except lease.LeaseError as exc:
+            raise _lease_error('cannot tell whether run %s is over'
+                               % change['run_id'], exc)
+
+
+def _lease_error(doing, exc):
+    """The AuditStoreError of LeaseError ``exc``: the store is unusable.
+
+    Exit code 127, as for a store that cannot be opened: nothing has been
+    recorded or written.
+    """
+    error = exception.AuditStoreError(
+        '%s: %s' % (doing, exc), exit_code=exception.ExitCode.INVALID_INPUT)
+    error.__cause__ = exc
+    return error
 
 
 def _recovered_state(change, text):
@@ -392,11 +453,14 @@ def open_read_only(url):
     """A read-only store on an existing SQLite file at the head revision.
 
     None where that does not apply (another backend, no file yet, an
-    older schema): the store is then opened as usual.
+    older schema): the store is then opened as usual. Raises
+    UnsafeStorePath if the file is a symbolic link.
     """
-    path = sa.engine.make_url(url).database
-    if not url.startswith('sqlite') or not path or path == ':memory:' or (
-            not os.path.isfile(path)):
+    path = _sqlite_file(url)
+    if path is None:
+        return None
+    _refuse_link(path)
+    if not os.path.isfile(path):
         return None
     engine = engines.create_engine(
         'sqlite:///file:%s?mode=ro&uri=true'

@@ -18,6 +18,7 @@ import json
 import sys
 
 from healreq import api
+from healreq.audit import identity
 from healreq.cmd import common
 from healreq.cmd import output
 from healreq.cmd import visible
@@ -121,7 +122,7 @@ def audit_list(conf, argv):
         _emit_line('%s  %s  %-8s exit %s  %s@%s  %s' % (
             run['id'], run['started_at'], run['mode'],
             '-' if run['exit_code'] is None else run['exit_code'],
-            run['operator'], run['host'], ', '.join(
+            _printable(run['operator']), _printable(run['host']), ', '.join(
                 '%s %s' % (k, v) for k, v in summary.items()
                 if k in ('drifted', 'healed', 'errors', 'conflicts'))))
     return 0
@@ -130,6 +131,11 @@ def audit_list(conf, argv):
 def _emit_line(text):
     """Print one line of text output, its control characters escaped."""
     common.emit(visible.escape(text))
+
+
+def _printable(text):
+    # Runs recorded by earlier releases may hold any character there.
+    return identity.printable(text or '')
 
 
 def _run_dict(run):
@@ -181,8 +187,8 @@ def audit_show(conf, argv):
         common.emit(json.dumps(document, indent=2))
         return 0
     _emit_line('Run %s (%s) by %s@%s, healreq %s' % (
-        run['id'], run['mode'], run['operator'], run['host'],
-        run['tool_version']))
+        run['id'], run['mode'], _printable(run['operator']),
+        _printable(run['host']), run['tool_version']))
     _emit_line('  command: %s' % run['command'])
     _emit_line('  started %s, ended %s, exit code %s' % (
         run['started_at'], run['ended_at'] or '-', run['exit_code']))

@@ -29,6 +29,7 @@ import logging as std_logging
 from oslo_log import log as logging
 
 from healreq.cmd import visible
+from healreq.db import urls
 
 LOG = logging.getLogger(__name__)
 
@@ -39,7 +40,11 @@ _WRAPPED_DB_ERRORS = 'oslo_db.sqlalchemy.exc_filters'
 
 
 def setup(conf, product='healreq'):
-    """Set up oslo.log from ``conf``; fall back to stderr on any error."""
+    """Set up oslo.log from ``conf``; fall back to stderr on any error.
+
+    Every line logged is masked (urls.mask_password): libraries log URLs
+    with the password of their query string.
+    """
     if conf.log_dir and not conf.log_file:
         conf.set_override('log_file', LOG_FILE_IN_LOG_DIR)
     try:
@@ -58,10 +63,26 @@ def setup(conf, product='healreq'):
 
 def _setup(conf, product):
     logging.setup(conf, product)
+    _mask_every_line()
     visible.escape_logs()
     # The standard library's logger: oslo.log's getLogger would rename it.
     std_logging.getLogger(_WRAPPED_DB_ERRORS).setLevel(
         logging.DEBUG if conf.debug else logging.CRITICAL)
+
+
+class _MaskPasswords(std_logging.Filter):
+    def filter(self, record):
+        message = record.getMessage()
+        masked = urls.mask_password(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        return True
+
+
+def _mask_every_line():
+    masking = _MaskPasswords()
+    for handler in std_logging.getLogger().handlers:
+        handler.addFilter(masking)
 
 
 def _log_path(conf):

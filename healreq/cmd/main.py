@@ -54,8 +54,11 @@ ExitCode = exception.ExitCode
 # garbage there is does not pile up over a long run.
 _GC_THRESHOLDS = (50000, 10, 10)
 
-_LOG_LEVELS = ['oslo_db=WARNING', 'oslo_config=WARNING', 'sqlalchemy=WARNING',
-               'healreq=WARNING']
+# oslo.db's engine warnings advise services to name a driver in their URLs
+# and to set a strict SQL mode: nova-heal uses nova.conf's URLs as Nova
+# does and sets the mode itself, so they would only add lines to stderr.
+_LOG_LEVELS = ['oslo_db=WARNING', 'oslo_db.sqlalchemy.engines=ERROR',
+               'oslo_config=WARNING', 'sqlalchemy=WARNING', 'healreq=WARNING']
 
 
 def _demo_parser(subparsers):
@@ -146,8 +149,28 @@ def _parse(conf, argv):
                                       'nova-heal: invalid arguments')
     except cfg.Error as exc:
         raise exception.InvalidInput(exception.first_line(exc))
+    except UnicodeDecodeError as exc:
+        raise exception.InvalidInput(
+            'cannot read configuration file %s: it is not UTF-8 text (byte '
+            '0x%02x)' % (_file_being_read(exc), exc.object[exc.start]))
+    except OSError as exc:
+        raise exception.InvalidInput('cannot read configuration file: %s'
+                                     % exc)
     sys.stderr.write(captured.getvalue())
+    # Values are converted and checked when read: read them all now.
+    healreq_conf.check(conf)
     return True
+
+
+def _file_being_read(exc):
+    """The configuration file oslo.config was reading when ``exc`` rose."""
+    traceback_ = exc.__traceback__
+    while traceback_ is not None:
+        reader = traceback_.tb_frame.f_locals.get('self')
+        if isinstance(reader, cfg.ConfigParser):
+            return reader.filename
+        traceback_ = traceback_.tb_next
+    return '(unknown)'
 
 
 def tune_garbage_collector():
@@ -180,7 +203,22 @@ def _metrics_file(conf):
     return path if path and path.strip() else None
 
 
-def _failed(conf, argv, exit_code, line):
+def _may_write_metrics(conf, path, error):
+    """Whether the metrics of a failure may go to ``path``.
+
+    Never to a path refused as an output, nor to one the configuration
+    protects (the error may have come before that check).
+    """
+    if isinstance(error, exception.UnsafeOutput) and error.path == path:
+        return False
+    try:
+        api.refuse_unsafe_outputs(conf, [('--metrics-file', path)])
+    except Exception:  # refused, or a configuration that cannot be read
+        return False
+    return True
+
+
+def _failed(conf, argv, exit_code, line, error=None):
     """Report an error that ends the command; return its exit code.
 
     The line goes to stderr; with --format json, stdout gets the error
@@ -190,7 +228,7 @@ def _failed(conf, argv, exit_code, line):
     if _json_requested(conf, argv):
         output.print_error(exit_code, line)
     path = _metrics_file(conf)
-    if path:
+    if path and _may_write_metrics(conf, path, error):
         dry_run = bool(getattr(conf.command, 'dry_run', False))
         try:
             api.write_failure_metrics(path, exit_code, dry_run)
@@ -238,7 +276,7 @@ def _dispatch(conf, argv):
         error = exception.InvalidInput(exception.first_line(exc))
         return _failed(conf, argv, error.exit_code, error.line())
     except exception.HealreqError as error:
-        return _failed(conf, argv, error.exit_code, error.line())
+        return _failed(conf, argv, error.exit_code, error.line(), error)
     except Exception as exc:
         unexpected = exc
     # Logged once the exception is handled, so that no log line gets its

@@ -134,17 +134,22 @@ def _add_pacing_options(parser):
                              '%s).' % common.range_text(MIN_RATE, MAX_RATE))
 
 
+_NOT_OVER = ('Refused (exit 127) if it would replace the audit store or a '
+             'file named after it, a configuration file in use or a '
+             'Nova SQLite database.')
+
+
 def _add_output_options(parser):
     """What a run writes besides the database: report, plan, metrics."""
     parser.add_argument('--plan', metavar='FILE',
                         help='With --dry-run: write every change the run '
                              'would make to FILE, for review and for '
-                             '"nova-heal apply FILE".')
+                             '"nova-heal apply FILE". %s' % _NOT_OVER)
     parser.add_argument('--metrics-file', metavar='PATH',
                         help='At the end, whatever the exit code, write '
                              'Prometheus metrics (text format, written '
                              'atomically) for node_exporter\'s textfile '
-                             'collector.')
+                             'collector. %s' % _NOT_OVER)
     parser.add_argument('--quiet', action='store_true',
                         help='No progress line (otherwise shown on stderr '
                              'when it is a terminal: per cell, instances '

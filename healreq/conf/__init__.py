@@ -16,6 +16,7 @@
 from healreq.conf import database
 from healreq.conf import default
 from healreq.conf import healreq as healreq_group
+from healreq.conf import opts
 
 
 def register_opts(conf):
@@ -23,3 +24,17 @@ def register_opts(conf):
     default.register_opts(conf)
     database.register_opts(conf)
     healreq_group.register_opts(conf)
+
+
+def check(conf):
+    """Read every option healreq reads once, on a parsed ``conf``.
+
+    oslo.config converts and bounds-checks a value only when it is read:
+    reading them all up front makes a bad value in a configuration file
+    an error (cfg.Error) before anything else is done.
+    """
+    for group, group_opts in opts.list_opts():
+        name = getattr(group, 'name', group)
+        values = conf if name == 'DEFAULT' else conf[name]
+        for opt in group_opts:
+            getattr(values, opt.dest)

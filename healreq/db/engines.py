@@ -13,8 +13,12 @@
 
 """Database engines for the API database and each cell database."""
 
+import inspect
+
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
+
+from healreq import exception
 
 
 # Connections per engine: a cell's batch reader and the thread that
@@ -30,6 +34,8 @@ def create_engine(url, pool_size=POOL_SIZE,
                   lock_wait_timeout=LOCK_WAIT_TIMEOUT):
     """Create an engine with oslo.db's settings for ``url``.
 
+    Raises ImportError if the URL's driver is not installed, ValueError if
+    the URL is invalid or names an argument the driver does not take.
     The connection is not tried here (``max_retries=0``): an unreachable
     cell surfaces as a DBConnectionError on first use, so that the caller
     can report it and carry on with the other cells instead of waiting
@@ -41,6 +47,7 @@ def create_engine(url, pool_size=POOL_SIZE,
     engine = engines.create_engine(url, max_retries=0,
                                    max_pool_size=pool_size, max_overflow=0,
                                    mysql_sql_mode='TRADITIONAL')
+    check_connect_arguments(engine)
     if engine.dialect.name == 'mysql' and lock_wait_timeout:
         _bound_lock_waits(engine, int(lock_wait_timeout))
     return engine
@@ -55,3 +62,32 @@ def _bound_lock_waits(engine, seconds):
                            'lock_wait_timeout = %d' % (seconds, seconds))
         finally:
             cursor.close()
+
+
+def check_connect_arguments(engine):
+    """Raise ValueError if the driver does not take the URL's arguments.
+
+    The query string of a URL becomes keyword arguments of the driver's
+    ``connect``; a misspelt one would otherwise fail every connection
+    with a TypeError.
+    """
+    dialect = engine.dialect
+    dbapi = getattr(dialect, 'loaded_dbapi', None) or dialect.dbapi
+    try:
+        signature = inspect.signature(dbapi.connect)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: nothing to check
+    args, kwargs = dialect.create_connect_args(engine.url)
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ValueError('the %s driver does not take these arguments: '
+                         '%s' % (dialect.driver, exc)) from None
+
+
+def describe_error(exc):
+    """One line for an error creating or opening an engine."""
+    if isinstance(exc, ImportError):
+        return 'database driver not installed (%s)' % exception.first_line(
+            exc)
+    return exception.first_line(exc)

@@ -123,11 +123,56 @@ def _is_template(stored):
 # little more than the password.
 _PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@\n]*@')
 _PASSWORD_IN_HOST_LIST = re.compile(r'(,[^:/@,\s]*:)[^@\n,]*@')
+# ``?key=value`` or ``&key=value``: drivers take their password from the
+# query string too (``?password=...``, ``&ssl_key_password=...``). In free
+# text a value ends at '&', '#', a quote, white space, or a colon that ends
+# the text or comes before white space ("cannot open URL: reason").
+_QUERY_PARAMETER = re.compile(
+    r'([?&;]([^=&#?\s\'"]+)=)(?:[^&#\s\'":]|:(?!\s|$))*')
+# Query keys whose value is masked: password, passwd, passphrase,
+# ssl_key_password, sslpassword, pwd, client_secret, auth_token...
+_SECRET_KEY = re.compile(r'pass|pwd|secret|token', re.I)
+MASK = '****'
+
+
+def is_secret_key(key):
+    """Whether a URL query key names a secret (case-insensitive)."""
+    return bool(_SECRET_KEY.search(parse.unquote_plus(key)))
+
+
+def _mask_parameter(match):
+    if not is_secret_key(match.group(2)):
+        return match.group(0)
+    return match.group(1) + MASK
 
 
 def mask_password(text):
-    """Replace the password of every URL in ``text`` with ``****``."""
+    """Replace every password of every URL in ``text`` with ``****``.
+
+    Passwords in the user information and the values of query parameters
+    whose name says they are secret (``password``, ``passwd``,
+    ``ssl_key_password``...; any case, percent-encoded or not).
+    """
     if text is None:
         return text
-    text = _PASSWORD_IN_URL.sub(r'\1****@', str(text))
-    return _PASSWORD_IN_HOST_LIST.sub(r'\1****@', text)
+    text = _PASSWORD_IN_URL.sub(r'\1%s@' % MASK, str(text))
+    text = _PASSWORD_IN_HOST_LIST.sub(r'\1%s@' % MASK, text)
+    return _QUERY_PARAMETER.sub(_mask_parameter, text)
+
+
+def mask_url(url):
+    """``url`` as it may be shown: every secret in it is ``****``.
+
+    Exact for a URL SQLAlchemy parses, whatever its secrets hold (white
+    space included); otherwise masked as free text (``mask_password``).
+    """
+    try:
+        parsed = sa_url.make_url(url)
+    except Exception:
+        return mask_password(url)
+    if parsed.password is not None:
+        parsed = parsed.set(password=MASK)
+    parsed = parsed.set(query={
+        key: MASK if is_secret_key(key) else value
+        for key, value in parsed.query.items()})
+    return mask_password(parsed.render_as_string(hide_password=False))

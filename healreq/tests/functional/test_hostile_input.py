@@ -136,6 +136,87 @@ class PasswordLeakTest(audit_case.AuditTestCase):
                                   result.stdout, result.stderr)
 
 
+class QueryPasswordLeakTest(audit_case.AuditTestCase):
+    """``?password=`` (a form PyMySQL accepts) is masked like ``:pw@``."""
+
+    SECRET = 'TopSecret42'
+
+    def unopenable_stores(self):
+        """``(store URL, secret)``: unreachable, refused, no database."""
+        stores = [
+            ('mysql+pymysql://healreq@127.0.0.1:1/healreq?password=%s'
+             % self.SECRET, self.SECRET),
+            ('mysql+pymysql://healreq@127.0.0.1:1/healreq?charset=utf8'
+             '&passwd=%s&ssl_key_password=Key%%20%s' % (
+                 self.SECRET, self.SECRET), self.SECRET)]
+        if self.db.name == 'MySQL':
+            # The server is reached: a wrong password, a missing database.
+            url = sa_url.make_url(self.db.reference_url())
+            missing = url.set(password=None,
+                              database='healreq_missing_%s'
+                              % uuid.uuid4().hex[:10])
+            stores += [
+                (missing.update_query_dict({'password': self.SECRET})
+                 .render_as_string(), self.SECRET),
+                (missing.update_query_dict({'password': url.password})
+                 .render_as_string(), 'password=%s' % url.password)]
+        return stores
+
+    def test_store_that_cannot_be_opened(self):
+        for store, secret in self.unopenable_stores():
+            config = self.write_config('audit_connection = %s\n' % store)
+            for argv in (['request-specs', '--dry-run'], ['audit', 'list'],
+                         ['request-specs', '--format', 'json'],
+                         ['audit', 'list', '--format', 'json']):
+                result = cli.run_main(['--config-file', config] + argv)
+                self.assertEqual(127, result.code, result.stderr)
+                self.assertEqual(1, len(result.stderr.strip().splitlines()),
+                                 result.stderr)
+                self.assertIn('audit store: cannot open', result.stderr)
+                self.assertIn('=****', result.stderr)
+                for text in (result.stdout, result.stderr):
+                    self.assertNotIn(secret, text)
+            debug = cli.run_main(['--config-file', config, '--debug',
+                                  'request-specs', '--dry-run'])
+            self.assertEqual(127, debug.code, debug.stderr)
+            self.assertNotIn(secret, debug.stdout + debug.stderr)
+        self.assertNotIn(self.SECRET.encode(), self.state_bytes())
+
+    def test_urls_logged_by_libraries(self):
+        # oslo.db logs this URL with the password of its user information
+        # masked, not that of its query string.
+        store = 'mysql://healreq@127.0.0.1:1/healreq?password=%s' % (
+            self.SECRET)
+        with open(self.config_file) as handle:
+            text = handle.read().replace(
+                '[DEFAULT]\n', '[DEFAULT]\ndefault_log_levels = '
+                'oslo_db.sqlalchemy.engines=WARNING\n')
+        config = self.write_config_text(
+            text + 'audit_connection = %s\n' % store)
+        for argv in (['request-specs', '--dry-run'], ['audit', 'list'],
+                     ['--debug', 'audit', 'list']):
+            result = cli.run_main(['--config-file', config] + argv)
+            self.assertEqual(127, result.code, result.stderr)
+            self.assertIn("does not contain a '+drivername'", result.stderr)
+            self.assertNotIn(self.SECRET, result.stdout + result.stderr)
+
+    def test_cell_url_that_cannot_be_parsed(self):
+        self.add_drifted(self.cell1)
+        # A typo (one slash): SQLAlchemy 1.4 quotes the whole URL.
+        stored = 'mysql+pymysql:/nova@db/nova_cell2?password=%s' % (
+            self.SECRET)
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(tables.cell_mappings.update().where(
+                tables.cell_mappings.c.uuid == self.cell2.uuid).values(
+                    database_connection=stored))
+        for args in ((), ('--verbose',), ('--format', 'json'),
+                     ('--dry-run', '--format', 'json', '--verbose')):
+            result = self.heal(*args)
+            self.assertEqual(2, result.code, result.stdout + result.stderr)
+            self.assertNotIn(self.SECRET, result.stdout + result.stderr)
+        self.assertNotIn(self.SECRET.encode(), self.state_bytes())
+
+
 class BracedPasswordCellTest(audit_case.AuditTestCase):
     """A plain cell URL whose password holds braces works, as in Nova.
 

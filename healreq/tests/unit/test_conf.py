@@ -16,6 +16,7 @@ import os
 
 import fixtures
 from oslo_config import cfg
+from oslo_config import types
 import testtools
 
 from healreq import conf as healreq_conf
@@ -116,6 +117,16 @@ class ListOptsTest(testtools.TestCase):
                 self.assertTrue(opt.help and opt.help.strip(),
                                 '%s.%s' % (name, opt.name))
 
+    def test_numbers_are_bounded(self):
+        """oslo.config refuses a value out of range, so each has a range."""
+        for group, group_opts in opts.list_opts():
+            for opt in group_opts:
+                if isinstance(opt.type, (types.Integer, types.Float)):
+                    name = '%s.%s' % (getattr(group, 'name', group),
+                                      opt.name)
+                    self.assertIsNotNone(opt.type.min, name)
+                    self.assertIsNotNone(opt.type.max, name)
+
     def test_connections_are_secret(self):
         for group, group_opts in opts.list_opts():
             for opt in group_opts:
@@ -187,3 +198,18 @@ class NovaConfTest(testtools.TestCase):
         self._load('')
         self.assertIsNone(self.conf.api_database.connection)
         self.assertEqual(200, self.conf.healreq.batch_size)
+
+    def test_check_reads_every_value(self):
+        for line in ('[healreq]\nskip_updated_within = 100000000000000000000',
+                     '[healreq]\nbatch_size = 0',
+                     '[healreq]\nlock_wait_timeout = many',
+                     '[DEFAULT]\nservice_down_time = 86401'):
+            self._load(line + '\n')
+            self.assertRaises(cfg.ConfigFileValueError, healreq_conf.check,
+                              self.conf)
+            self.conf.reset()
+            self.conf.clear()
+
+    def test_check_accepts_a_nova_conf(self):
+        self._load(NOVA_CONF)
+        healreq_conf.check(self.conf)

@@ -270,3 +270,70 @@ class MaskPasswordTest(testtools.TestCase):
         error = ValueError('mysql://nova:secret@db/nova')
         self.assertEqual('mysql://nova:****@db/nova',
                          urls.mask_password(error))
+
+
+class MaskQueryPasswordTest(testtools.TestCase):
+    """Drivers read passwords from the query string too."""
+
+    def test_password_parameter(self):
+        self.assertEqual(
+            'cannot open mysql+pymysql://u@h/db?password=****: refused',
+            urls.mask_password('cannot open mysql+pymysql://u@h/db'
+                               '?password=TopSecret42: refused'))
+
+    def test_secret_keys_in_any_case_and_position(self):
+        for key in ('password', 'passwd', 'PASSWORD', 'PassWd', 'pwd',
+                    'ssl_key_password', 'sslpassword', 'passphrase',
+                    'client_secret', 'auth_token', 'p%61ssword',
+                    'pass%77ord'):
+            for url in ('mysql://u@h/db?%s=TopSecret42' % key,
+                        'mysql://u@h/db?charset=utf8&%s=TopSecret42' % key,
+                        'mysql://u@h/db?%s=TopSecret42&charset=utf8' % key):
+                masked = urls.mask_password('cannot open %s (x)' % url)
+                self.assertNotIn('TopSecret42', masked)
+                self.assertIn('%s=****' % key, masked)
+
+    def test_other_parameters_are_kept(self):
+        for text in ('mysql://u@h/db?charset=utf8&read_timeout=5',
+                     'sqlite:////var/lib/x.sqlite?mode=ro&uri=true',
+                     'see https://example.org/?q=pass',
+                     'mysql://u@h/db?ssl_key=/etc/ssl/key.pem'):
+            self.assertEqual(text, urls.mask_password(text))
+
+    def test_value_ends_at_the_end_of_the_url(self):
+        for text, masked in (
+                ('mysql://u@h/d?password=a:b#f', 'mysql://u@h/d?password=****'
+                                                 '#f'),
+                ("'mysql://u@h/d?passwd=x'.", "'mysql://u@h/d?passwd=****'."),
+                ('"mysql://u@h/d?passwd=x"', '"mysql://u@h/d?passwd=****"'),
+                ('mysql://u@h/d?passwd=x:', 'mysql://u@h/d?passwd=****:'),
+                ('mysql://u@h/d?passwd=x y', 'mysql://u@h/d?passwd=**** y')):
+            self.assertEqual(masked, urls.mask_password(text))
+
+    def test_userinfo_and_query_together(self):
+        masked = urls.mask_password(
+            'mysql://nova:one@db/nova?passwd=two&x=1, '
+            'mysql://nova@db2/cell?password=three')
+        self.assertEqual('mysql://nova:****@db/nova?passwd=****&x=1, '
+                         'mysql://nova@db2/cell?password=****', masked)
+
+
+class MaskUrlTest(testtools.TestCase):
+
+    def test_every_secret_of_a_url(self):
+        masked = urls.mask_url('mysql+pymysql://u:Leak Part@h:3306/db'
+                               '?password=Top Secret42&charset=utf8'
+                               '&ssl_key_password=Key%20Pw')
+        for part in ('Leak', 'Part', 'Top', 'Secret42', 'Key', 'Pw'):
+            self.assertNotIn(part, masked)
+        self.assertEqual('mysql+pymysql://u:****@h:3306/db?charset=utf8'
+                         '&password=****&ssl_key_password=****', masked)
+
+    def test_url_without_secrets_is_unchanged(self):
+        for url in ('mysql+pymysql://nova@db/nova?charset=utf8',
+                    'sqlite:////var/lib/nova-heal/audit.sqlite'):
+            self.assertEqual(url, urls.mask_url(url))
+
+    def test_unparsable_url_is_masked_as_text(self):
+        self.assertEqual('not a url?password=****',
+                         urls.mask_url('not a url?password=TopSecret42'))
