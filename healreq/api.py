@@ -58,6 +58,7 @@ from healreq.heal.findings import Status
 from healreq.heal import replay
 from healreq.heal import walker
 from healreq.heal import writer
+from healreq import masking
 from healreq import metrics
 from healreq.protected import Protected
 from healreq import releases
@@ -296,7 +297,7 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
     """
     store.recover(api_engine)
     arguments = () if prepare is None else (prepare(store),)
-    run_id = store.start_run(mode, urls.mask_password(command), filters)
+    run_id = store.start_run(mode, masking.mask_password(command), filters)
     try:
         return _leased_run(api_engine, store, run_id, work, outputs,
                            arguments)
@@ -375,8 +376,8 @@ def _finish_failed(store, run_id, exc):
 
 def _finish_unexpected(store, run_id, exc):
     """Close the run of an unexpected error with 255, if the store can."""
-    message = urls.mask_password('%s: %s' % (type(exc).__name__,
-                                             exception.first_line(exc)))
+    message = masking.mask_password('%s: %s' % (
+        type(exc).__name__, exception.first_line(exc)))
     try:
         store.finish_run(run_id, {'error': message},
                          ExitCode.UNEXPECTED_ERROR)
@@ -484,7 +485,7 @@ def open_audit(conf, read_only=False):
                       'release\'s schema but cannot be written (%s)' % reason)
         raise exception.AuditStoreError(
             'cannot open %s: %s' % (urls.mask_url(url),
-                                    urls.mask_password(reason)),
+                                    masking.mask_password(reason)),
             exit_code=ExitCode.INVALID_INPUT)
 
 

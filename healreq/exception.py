@@ -26,7 +26,7 @@ import enum
 from oslo_db import exception as db_exc
 import sqlalchemy.exc
 
-from healreq.db import urls
+from healreq import masking
 
 # What a database driver or oslo.db raises when a statement fails.
 DB_ERRORS = (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError)
@@ -227,7 +227,7 @@ class HealreqError(Exception):
     def line(self):
         """The line printed on stderr; passwords are masked."""
         where = '%s: ' % self.component if self.component else ''
-        return urls.mask_password('nova-heal: error: %s%s' % (where, self))
+        return masking.mask_password('nova-heal: error: %s%s' % (where, self))
 
 
 class InvalidInput(HealreqError):
@@ -239,7 +239,7 @@ class ArgumentError(InvalidInput):
     """The command line does not parse; the message is argparse's line."""
 
     def line(self):
-        return urls.mask_password(str(self))
+        return masking.mask_password(str(self))
 
 
 class UnsafeOutput(InvalidInput):

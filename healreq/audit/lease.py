@@ -112,7 +112,11 @@ def _lock_path(engine, run_id):
 
 
 class LeaseError(Exception):
-    """A run's lease could not be taken or checked."""
+    """A run's lease could not be taken or checked.
+
+    Not a HealreqError: the store turns it into the AuditStoreError that
+    ends the command (exit 127), naming the store, which only it knows.
+    """
 
 
 def _file_error(doing, path, exc):

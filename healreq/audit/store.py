@@ -34,7 +34,6 @@ import time
 import urllib.parse
 import uuid as uuidlib
 
-from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
 from healreq.audit import identity
@@ -43,7 +42,7 @@ from healreq.audit import migrations
 from healreq.audit import schema
 from healreq import clock
 from healreq.db import api_queries
-from healreq.db import engines as db_engines
+from healreq.db import engines
 from healreq import exception
 from healreq import version
 
@@ -153,9 +152,10 @@ class AuditStore(object):
     def __init__(self, url):
         if url.startswith('sqlite'):
             _prepare_sqlite_file(url)
+        # oslo.db's pool: runs of several workers share the store. The
+        # migration lock waits as long as another command migrates.
         self.engine = engines.create_engine(
-            _utf8mb4(url), max_retries=0, mysql_sql_mode='TRADITIONAL')
-        db_engines.check_connect_arguments(self.engine)
+            _utf8mb4(url), pool_size=None, lock_wait_timeout=None)
         migrations.upgrade(self.engine)
         # The leases of the runs this store started and has not ended.
         self._leases = {}
@@ -464,7 +464,7 @@ def open_read_only(url):
         return None
     engine = engines.create_engine(
         'sqlite:///file:%s?mode=ro&uri=true'
-        % urllib.parse.quote(os.path.abspath(path)), max_retries=0)
+        % urllib.parse.quote(os.path.abspath(path)), pool_size=None)
     version_table = sa.table(migrations.VERSION_TABLE,
                              sa.column('version_num'))
     try:

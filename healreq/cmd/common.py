@@ -20,8 +20,8 @@ import sys
 import textwrap
 
 from healreq import api
-from healreq.db import urls
 from healreq import exception
+from healreq import masking
 
 ExitCode = exception.ExitCode
 exit_code_for = api.exit_code_for
@@ -192,7 +192,7 @@ def uuid_option(value, what):
 
 def command_line(argv):
     """The command line as recorded in the audit (never with secrets)."""
-    return urls.mask_password(' '.join(['nova-heal'] + list(argv)))
+    return masking.mask_password(' '.join(['nova-heal'] + list(argv)))
 
 
 # Characters of report text written to stdout at a time.

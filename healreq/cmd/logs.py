@@ -29,7 +29,7 @@ import logging as std_logging
 from oslo_log import log as logging
 
 from healreq.cmd import visible
-from healreq.db import urls
+from healreq import masking
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ _WRAPPED_DB_ERRORS = 'oslo_db.sqlalchemy.exc_filters'
 def setup(conf, product='healreq'):
     """Set up oslo.log from ``conf``; fall back to stderr on any error.
 
-    Every line logged is masked (urls.mask_password): libraries log URLs
+    Every line logged is masked (masking.mask_password): libraries log URLs
     with the password of their query string.
     """
     if conf.log_dir and not conf.log_file:
@@ -73,7 +73,7 @@ def _setup(conf, product):
 class _MaskPasswords(std_logging.Filter):
     def filter(self, record):
         message = record.getMessage()
-        masked = urls.mask_password(message)
+        masked = masking.mask_password(message)
         if masked != message:
             record.msg, record.args = masked, ()
         return True

@@ -39,8 +39,8 @@ from healreq.cmd import request_specs
 from healreq.cmd import streams
 from healreq.cmd import visible
 from healreq import conf as healreq_conf
-from healreq.db import urls
 from healreq import exception
+from healreq import masking
 from healreq import version
 
 LOG = logging.getLogger(__name__)
@@ -283,10 +283,10 @@ def _dispatch(conf, argv):
     # summary appended. Tracebacks may quote connection URLs: masked.
     trace = ''.join(traceback.format_exception(
         type(unexpected), unexpected, unexpected.__traceback__))
-    for line in urls.mask_password(trace).splitlines():
+    for line in masking.mask_password(trace).splitlines():
         LOG.error('%s', line)
     return _failed(conf, argv, ExitCode.UNEXPECTED_ERROR,
-                   urls.mask_password(
+                   masking.mask_password(
                        'nova-heal: unexpected error: %s: %s' % (
                            type(unexpected).__name__,
                            exception.first_line(unexpected))))

@@ -42,11 +42,13 @@ def create_engine(url, pool_size=POOL_SIZE,
     through oslo.db's retry loop. On MySQL, a statement waits at most
     ``lock_wait_timeout`` seconds for a row or table lock another session
     holds (the servers' defaults are 50 s for rows, a year for tables),
-    then fails with error 1205.
+    then fails with error 1205. ``pool_size`` None keeps oslo.db's pool,
+    ``lock_wait_timeout`` None the server's lock waits.
     """
+    pool = {} if pool_size is None else dict(max_pool_size=pool_size,
+                                             max_overflow=0)
     engine = engines.create_engine(url, max_retries=0,
-                                   max_pool_size=pool_size, max_overflow=0,
-                                   mysql_sql_mode='TRADITIONAL')
+                                   mysql_sql_mode='TRADITIONAL', **pool)
     check_connect_arguments(engine)
     if engine.dialect.name == 'mysql' and lock_wait_timeout:
         _bound_lock_waits(engine, int(lock_wait_timeout))

@@ -20,10 +20,11 @@ comma-separated multi-host references, and any failure leaves the stored
 value untouched.
 """
 
-import re
 from urllib import parse
 
 from sqlalchemy.engine import url as sa_url
+
+from healreq import masking
 
 
 class TemplateError(ValueError):
@@ -117,49 +118,6 @@ def _is_template(stored):
     return any('{' in part or '}' in part for part in visible if part)
 
 
-# ``scheme://user:password@`` and, in multi-host URLs, ``,user:password@``.
-# SQLAlchemy passwords may contain '/', spaces and braces but not '@'; a
-# password is masked up to the next '@' on its line, even if that masks a
-# little more than the password.
-_PASSWORD_IN_URL = re.compile(r'(://[^:/@\s]*:)[^@\n]*@')
-_PASSWORD_IN_HOST_LIST = re.compile(r'(,[^:/@,\s]*:)[^@\n,]*@')
-# ``?key=value`` or ``&key=value``: drivers take their password from the
-# query string too (``?password=...``, ``&ssl_key_password=...``). In free
-# text a value ends at '&', '#', a quote, white space, or a colon that ends
-# the text or comes before white space ("cannot open URL: reason").
-_QUERY_PARAMETER = re.compile(
-    r'([?&;]([^=&#?\s\'"]+)=)(?:[^&#\s\'":]|:(?!\s|$))*')
-# Query keys whose value is masked: password, passwd, passphrase,
-# ssl_key_password, sslpassword, pwd, client_secret, auth_token...
-_SECRET_KEY = re.compile(r'pass|pwd|secret|token', re.I)
-MASK = '****'
-
-
-def is_secret_key(key):
-    """Whether a URL query key names a secret (case-insensitive)."""
-    return bool(_SECRET_KEY.search(parse.unquote_plus(key)))
-
-
-def _mask_parameter(match):
-    if not is_secret_key(match.group(2)):
-        return match.group(0)
-    return match.group(1) + MASK
-
-
-def mask_password(text):
-    """Replace every password of every URL in ``text`` with ``****``.
-
-    Passwords in the user information and the values of query parameters
-    whose name says they are secret (``password``, ``passwd``,
-    ``ssl_key_password``...; any case, percent-encoded or not).
-    """
-    if text is None:
-        return text
-    text = _PASSWORD_IN_URL.sub(r'\1%s@' % MASK, str(text))
-    text = _PASSWORD_IN_HOST_LIST.sub(r'\1%s@' % MASK, text)
-    return _QUERY_PARAMETER.sub(_mask_parameter, text)
-
-
 def mask_url(url):
     """``url`` as it may be shown: every secret in it is ``****``.
 
@@ -169,10 +127,10 @@ def mask_url(url):
     try:
         parsed = sa_url.make_url(url)
     except Exception:
-        return mask_password(url)
+        return masking.mask_password(url)
     if parsed.password is not None:
-        parsed = parsed.set(password=MASK)
+        parsed = parsed.set(password=masking.MASK)
     parsed = parsed.set(query={
-        key: MASK if is_secret_key(key) else value
+        key: masking.MASK if masking.is_secret_key(key) else value
         for key, value in parsed.query.items()})
-    return mask_password(parsed.render_as_string(hide_password=False))
+    return masking.mask_password(parsed.render_as_string(hide_password=False))

@@ -32,6 +32,7 @@ from healreq import exception
 from healreq.heal import decisions
 from healreq.heal import evidence
 from healreq.heal import field_checks
+from healreq import masking
 from healreq.objects import primitive
 from healreq.objects import versions
 from healreq import releases
@@ -160,7 +161,7 @@ def cell_error(cell, exc):
         text = str(getattr(original, 'orig', None) or original)
         message = '%s: %s' % (kind, text.splitlines()[0] if text
                               else type(exc))
-    return exception.CellDatabaseError(urls.mask_password(message),
+    return exception.CellDatabaseError(masking.mask_password(message),
                                        cell['uuid'])
 
 

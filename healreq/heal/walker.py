@@ -28,7 +28,6 @@ from oslo_log import log as logging
 
 from healreq.db import api_queries
 from healreq.db import cell_queries
-from healreq.db import urls
 from healreq import exception
 from healreq.heal import decisions
 from healreq.heal.findings import CellReport
@@ -38,6 +37,7 @@ from healreq.heal.findings import Status
 from healreq.heal import readahead
 from healreq.heal import records
 from healreq.heal import writer as spec_writer
+from healreq import masking
 
 LOG = logging.getLogger(__name__)
 
@@ -451,7 +451,7 @@ def _failed(finding, exc):
     LOG.exception('Instance %s: unexpected error', finding.instance_uuid)
     finding.status = Status.ERROR
     finding.reason = 'internal-error'
-    finding.detail = urls.mask_password('%s: %s' % (
+    finding.detail = masking.mask_password('%s: %s' % (
         type(exc).__name__, exception.first_line(exc)))
     finding.changes = []
     return finding

@@ -35,9 +35,9 @@ from oslo_db import exception as db_exc
 
 from healreq.audit import store as audit_store
 from healreq.db import api_queries
-from healreq.db import urls
 from healreq import exception
 from healreq.heal.findings import Status
+from healreq import masking
 
 SPEC_CHANGED_DETAIL = ('request_specs.spec changed after it was read; '
                        'left alone, run again to re-check')
@@ -223,7 +223,7 @@ class SpecWriter(object):
         long): the intent is settled from the row and the instance is an
         error, unless the row holds the new value after all.
         """
-        message = urls.mask_password(exception.describe_db_error(exc))
+        message = masking.mask_password(exception.describe_db_error(exc))
         if exception.is_privilege_error(exc):
             raise exception.ApiDatabaseError(message) from exc
         try:

@@ -13,6 +13,8 @@
 
 """``python -m healreq`` is ``nova-heal``."""
 
+import configparser
+import os
 import subprocess
 import sys
 
@@ -45,6 +47,15 @@ class EntryPointTest(testtools.TestCase):
         self.assertTrue(callable(module.main))
         parser = entry_point.build_parser()
         self.assertEqual('nova-heal', parser.prog)
+
+    def test_the_console_script_of_setup_cfg(self):
+        setup_cfg = configparser.ConfigParser()
+        setup_cfg.read(os.path.join(os.path.dirname(__file__), '..', '..',
+                                    '..', 'setup.cfg'))
+        scripts = dict(line.split(' = ') for line in setup_cfg.get(
+            'entry_points', 'console_scripts').strip().splitlines())
+        self.assertEqual(entry_point.SCRIPT_MODULE + ':main',
+                         scripts['nova-heal'])
 
     def test_version_is_the_full_build(self):
         # pbr's release string keeps the dev part (0.0.1.dev34), which the

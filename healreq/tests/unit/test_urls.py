@@ -15,6 +15,7 @@
 import testtools
 
 from healreq.db import urls
+from healreq import masking
 
 REFERENCE = 'mysql+pymysql://nova:p%40ss@db.example.org/nova?charset=utf8'
 MULTI_HOST = 'rabbit://a:b@h1:5672,c:d@h2:5673/vh'
@@ -223,12 +224,12 @@ class MaskPasswordTest(testtools.TestCase):
         self.assertEqual(
             'cell database unreachable: cannot connect to '
             'mysql+pymysql://nova:****@db/nova_cell1 (timed out)',
-            urls.mask_password(
+            masking.mask_password(
                 'cell database unreachable: cannot connect to '
                 'mysql+pymysql://nova:s3cr3t@db/nova_cell1 (timed out)'))
 
     def test_masks_every_url(self):
-        masked = urls.mask_password(
+        masked = masking.mask_password(
             'api mysql://nova:one@db/nova_api, cell '
             'mysql://nova:two@db2/nova_cell1')
         self.assertEqual('api mysql://nova:****@db/nova_api, cell '
@@ -236,22 +237,22 @@ class MaskPasswordTest(testtools.TestCase):
 
     def test_masks_encoded_and_colon_passwords(self):
         self.assertEqual('mysql://nova:****@db/nova',
-                         urls.mask_password('mysql://nova:p%40ss@db/nova'))
+                         masking.mask_password('mysql://nova:p%40ss@db/nova'))
         self.assertEqual('mysql://nova:****@db/nova',
-                         urls.mask_password('mysql://nova:a:b@db/nova'))
+                         masking.mask_password('mysql://nova:a:b@db/nova'))
 
     def test_masks_passwords_with_spaces_and_braces(self):
         for password in ('Leak Part Secret', 'Leak{LeakPart}', ' Leak ',
                          'Le/ak:Pa rt'):
             text = ('cannot open mysql+pymysql://healreq:%s@db:3306/x: '
                     'refused' % password)
-            masked = urls.mask_password(text)
+            masked = masking.mask_password(text)
             for part in password.split():
                 self.assertNotIn(part, masked)
             self.assertIn('mysql+pymysql://healreq:****@db:3306/x', masked)
 
     def test_masks_quoted_url(self):
-        masked = urls.mask_password(
+        masked = masking.mask_password(
             "Could not parse URL 'mysql://nova:hunter2@db:3306/nova'")
         self.assertNotIn('hunter2', masked)
         self.assertIn("'mysql://nova:****@db:3306/nova'", masked)
@@ -261,15 +262,15 @@ class MaskPasswordTest(testtools.TestCase):
                      'sqlite:////var/lib/nova/nova.sqlite',
                      'see http://db.example.org:8080/status',
                      'no url at all: user:name@host'):
-            self.assertEqual(text, urls.mask_password(text))
+            self.assertEqual(text, masking.mask_password(text))
 
     def test_none(self):
-        self.assertIsNone(urls.mask_password(None))
+        self.assertIsNone(masking.mask_password(None))
 
     def test_non_string_is_converted(self):
         error = ValueError('mysql://nova:secret@db/nova')
         self.assertEqual('mysql://nova:****@db/nova',
-                         urls.mask_password(error))
+                         masking.mask_password(error))
 
 
 class MaskQueryPasswordTest(testtools.TestCase):
@@ -278,8 +279,8 @@ class MaskQueryPasswordTest(testtools.TestCase):
     def test_password_parameter(self):
         self.assertEqual(
             'cannot open mysql+pymysql://u@h/db?password=****: refused',
-            urls.mask_password('cannot open mysql+pymysql://u@h/db'
-                               '?password=TopSecret42: refused'))
+            masking.mask_password('cannot open mysql+pymysql://u@h/db'
+                                  '?password=TopSecret42: refused'))
 
     def test_secret_keys_in_any_case_and_position(self):
         for key in ('password', 'passwd', 'PASSWORD', 'PassWd', 'pwd',
@@ -289,7 +290,7 @@ class MaskQueryPasswordTest(testtools.TestCase):
             for url in ('mysql://u@h/db?%s=TopSecret42' % key,
                         'mysql://u@h/db?charset=utf8&%s=TopSecret42' % key,
                         'mysql://u@h/db?%s=TopSecret42&charset=utf8' % key):
-                masked = urls.mask_password('cannot open %s (x)' % url)
+                masked = masking.mask_password('cannot open %s (x)' % url)
                 self.assertNotIn('TopSecret42', masked)
                 self.assertIn('%s=****' % key, masked)
 
@@ -298,7 +299,7 @@ class MaskQueryPasswordTest(testtools.TestCase):
                      'sqlite:////var/lib/x.sqlite?mode=ro&uri=true',
                      'see https://example.org/?q=pass',
                      'mysql://u@h/db?ssl_key=/etc/ssl/key.pem'):
-            self.assertEqual(text, urls.mask_password(text))
+            self.assertEqual(text, masking.mask_password(text))
 
     def test_value_ends_at_the_end_of_the_url(self):
         for text, masked in (
@@ -308,10 +309,10 @@ class MaskQueryPasswordTest(testtools.TestCase):
                 ('"mysql://u@h/d?passwd=x"', '"mysql://u@h/d?passwd=****"'),
                 ('mysql://u@h/d?passwd=x:', 'mysql://u@h/d?passwd=****:'),
                 ('mysql://u@h/d?passwd=x y', 'mysql://u@h/d?passwd=**** y')):
-            self.assertEqual(masked, urls.mask_password(text))
+            self.assertEqual(masked, masking.mask_password(text))
 
     def test_userinfo_and_query_together(self):
-        masked = urls.mask_password(
+        masked = masking.mask_password(
             'mysql://nova:one@db/nova?passwd=two&x=1, '
             'mysql://nova@db2/cell?password=three')
         self.assertEqual('mysql://nova:****@db/nova?passwd=****&x=1, '
