@@ -387,8 +387,10 @@ class AuditStore(object):
             for run_id in recorded:
                 try:
                     lease.is_free(self.engine, lease.FILE_LOCK, run_id)
-                except OSError:
-                    pass  # left for a later run; nothing depends on it
+                except (lease.LeaseError, OSError):
+                    # Left in place. Nothing depends on it, unless its run
+                    # left intents, which recovery then refuses to guess.
+                    pass
 
     def _pending_with_runs(self):
         t, runs = schema.changes, schema.runs

@@ -21,6 +21,7 @@ in ``deployments``.
 
 import datetime
 import json
+import time
 
 import testscenarios
 import testtools
@@ -102,6 +103,15 @@ class DeploymentTestCase(deployments.DeploymentRows,
         kwargs = {'clock': clock} if clock is not None else {}
         return api.run_request_specs(conf, api.Options(**options),
                                      **kwargs).report
+
+
+def wait_while_running(test, process, done, seconds=120):
+    """Poll until ``done()``; fail ``test`` if ``process`` ends first."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        test.assertIsNone(process.poll(), 'the run ended too early')
+        test.assertLess(time.monotonic(), deadline)
+        time.sleep(0.05)
 
 
 def utcnow():

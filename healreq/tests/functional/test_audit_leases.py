@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import sqlalchemy as sa
 
@@ -34,6 +33,7 @@ from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
+from healreq.tests.functional import fixtures
 
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
@@ -243,11 +243,8 @@ class LockFileTest(LeaseTestCase):
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
-        deadline = time.monotonic() + 120
-        while not self.store.list_runs(1):
-            self.assertIsNone(process.poll(), 'the run ended too early')
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.05)
+        fixtures.wait_while_running(
+            self, process, lambda: self.store.list_runs(1))
         run_id = self.store.list_runs(1)[0]['id']
         lock = 'audit.sqlite.run-%s.lock' % run_id
         self.assertEqual([lock], self.lock_files())

@@ -404,8 +404,9 @@ class SpecCharsetTest(fixtures.DeploymentTestCase):
         uuid_ = str(uuid.uuid4())
         document = dep.request_spec(uuid_, demo.M1_SMALL,
                                     availability_zone=text_value)
+        # The instance is in the pinned zone: only the flavor drifted.
         return self.add_drifted(
-            self.cell1, uuid=uuid_,
+            self.cell1, uuid=uuid_, availability_zone=text_value,
             spec=json.dumps(document, ensure_ascii=False))
 
     def test_non_ascii_spec_heals(self):

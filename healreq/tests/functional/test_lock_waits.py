@@ -118,7 +118,9 @@ class LockWaitTest(audit_case.AuditTestCase):
 
     def test_first_sigint_is_honoured_within_seconds(self):
         config = self.write_config('lock_wait_timeout = 3\n')
-        locked = [self.add_drifted(self.cell1) for _ in range(3)]
+        # More locked rows than the run can wait through in the time the
+        # test allows: the SIGINT lands mid-walk even on a slow machine.
+        locked = [self.add_drifted(self.cell1) for _ in range(8)]
         for uuid in locked:
             self.lock_spec_row(uuid)
         process = self.start('request-specs', '--batch-size', '1',

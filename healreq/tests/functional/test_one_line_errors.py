@@ -20,13 +20,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import sqlalchemy as sa
 
 from healreq.db import tables
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
+from healreq.tests.functional import fixtures
 
 NOVA_HEAL = [sys.executable, '-c',
              'import sys; from healreq.cmd import main; sys.exit(main.main())']
@@ -118,11 +118,7 @@ class DroppedStoreTest(audit_case.AuditTestCase):
             env=dict(os.environ))
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
-        deadline = time.monotonic() + 120
-        while not self.healed_count():
-            self.assertIsNone(process.poll(), 'the run ended too early')
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.05)
+        fixtures.wait_while_running(self, process, self.healed_count)
         self.db.backend.drop_named_database('%s_audit' % self.db.prefix)
         out, err = process.communicate(timeout=120)
         err = err.decode()

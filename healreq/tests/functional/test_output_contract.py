@@ -24,7 +24,6 @@ import pty
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import fixtures as test_fixtures
@@ -32,6 +31,7 @@ import sqlalchemy as sa
 
 from healreq.db import tables
 from healreq.tests.functional import audit_case
+from healreq.tests.functional import fixtures
 
 NOVA_HEAL = [sys.executable, '-c',
              'import sys; from healreq.cmd import main; sys.exit(main.main())']
@@ -219,11 +219,7 @@ class InterruptionTest(audit_case.AuditTestCase):
             preexec_fn=preexec_fn)
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
-        deadline = time.monotonic() + 120
-        while not self.healed_count():
-            self.assertIsNone(process.poll(), 'the run ended too early')
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.05)
+        fixtures.wait_while_running(self, process, self.healed_count)
         return process
 
     def interrupted_run(self, signal_number, *extra):

@@ -18,17 +18,7 @@ import pwd
 import testtools
 
 from healreq.audit import identity
-
-
-def uid_without_passwd_entry():
-    """A UID no passwd entry names."""
-    uid = 54321
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
+from healreq.tests.functional import other_user
 
 
 class OperatorTest(testtools.TestCase):
@@ -86,7 +76,7 @@ class OperatorTest(testtools.TestCase):
             'b' * identity.MAX_CLAIM, 'a' * identity.MAX_CLAIM), recorded)
 
     def test_uid_without_passwd_entry(self):
-        uid = uid_without_passwd_entry()
+        uid = other_user.uid_without_passwd_entry()
         self.assertEqual('uid=%d' % uid, identity.operator(uid, {}))
         self.assertEqual('uid=%d (USER=alice)' % uid,
                          identity.operator(uid, {'USER': 'alice'}))
