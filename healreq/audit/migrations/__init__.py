@@ -24,10 +24,11 @@ alembic (with mako and pygments) takes a third of a command's start-up,
 and a store is nearly always at the head already: that is checked with
 one query against ``HEAD``, and alembic is imported only to migrate.
 
-To add a revision, copy the latest file in ``versions/``, give it a new
-random 12-hex-digit ``revision`` and the latest one as ``down_revision``,
-set ``HEAD`` to it, update the tables in ``healreq.audit.schema`` to
-match, and add a check for it to the migration walk test.
+To add a revision, run ``alembic revision -m "what it does"`` at the top
+of the checkout (alembic.ini is there for that command only), write its
+``upgrade()``, set ``HEAD`` to it, update the tables in
+``healreq.audit.schema`` to match, and add a check for it to the
+migration walk test.
 """
 
 import contextlib
