@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from healreq import exception
 
 
-# Connections per engine: a cell's batch reader and the thread that
-# evaluates and writes each hold at most one at a time.
-POOL_SIZE = 2
+# Connections per engine: a cell's page reader, its two page loaders and
+# the thread that evaluates and writes each hold at most one at a time.
+POOL_SIZE = 4
 
 # Seconds a statement waits for a lock held by another session
 # ([healreq]/lock_wait_timeout's default).

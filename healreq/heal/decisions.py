@@ -26,8 +26,8 @@ from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import Status
-from healreq.heal import memo
 from healreq.heal import recreate
+from healreq import memo
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import primitive
 from healreq.objects import request_spec

@@ -27,7 +27,7 @@ import dataclasses
 from healreq.heal import describe
 from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Note
-from healreq.heal import memo
+from healreq import memo
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import image_fields
@@ -217,7 +217,7 @@ class Inputs:
 
 
 # Many instances share a flavor and an image, and the derivations are pure
-# functions of them: each distinct input is derived once (see heal.memo).
+# functions of them: each distinct input is derived once (see healreq.memo).
 # The values are shared: read-only.
 _IMAGES = memo.Memo()
 _NUMA_REQUESTS = memo.Memo()
@@ -283,7 +283,7 @@ def check_flavor(spec, inputs, profile):
     return FieldChange('flavor', before, after), {'flavor': healed}
 
 
-# Results of the checks by their exact inputs (see heal.memo): a stored
+# Results of the checks by their exact inputs (see healreq.memo): a stored
 # sub-document by its text, the derivation by its inputs, the versions by
 # the profile's fingerprint. Results are copied when taken out.
 _RESULTS = memo.Memo(maxsize=16384)
@@ -616,7 +616,7 @@ def check_instance_group(spec, inputs, profile):
     group the instance is not a member of is an error, never rewritten.
     """
     try:
-        named = group_obj.named(spec.data)
+        named = spec.named_group()
     except primitive.PrimitiveError as exc:
         raise DerivationError('spec-unparsable', str(exc))
     member = inputs.groups[0] if inputs.groups else None
@@ -662,7 +662,7 @@ def _not_a_member(spec, named, inputs):
 def named_groups(spec):
     """The group uuids a spec names (its group's, its hint's)."""
     try:
-        named = group_obj.named(spec.data)
+        named = spec.named_group()
     except primitive.PrimitiveError:
         return set()
     return {uuid for uuid in (named.uuid, named.hint) if uuid}
@@ -676,7 +676,7 @@ def group_notes(spec, inputs):
     if inputs.groups:
         return []
     try:
-        named = group_obj.named(spec.data)
+        named = spec.named_group()
     except primitive.PrimitiveError:
         return []
     group = named.uuid if named.has_group else named.hint

@@ -11,14 +11,19 @@
 #    under the License.
 
 
-"""Read the next batch while the current one is being processed.
+"""Read the next batches while the current one is being processed.
 
 Most of a batch's wall time outside Python is spent waiting for the
 database to run its queries. A reader thread fetching batch N+1 while
 the caller evaluates batch N hides that wait; it holds at most one batch
 besides the caller's, so memory stays bounded by the batch size.
+``loaded`` goes further: it loads several batches at once, each on its
+own connection, so that the server runs one batch's queries while
+Python decodes another's rows.
 """
 
+import collections
+from concurrent import futures
 import queue
 import threading
 
@@ -96,3 +101,27 @@ class ReadAhead(object):
             self._put(_Failure(exc))
             return
         self._put(_END)
+
+
+def loaded(pages, load, loaders):
+    """Yield ``load(page)`` for each of ``pages``, in order.
+
+    Up to ``loaders`` pages are loaded at once, each in a thread of its
+    own; the next page is taken only when one of them is yielded, so at
+    most ``loaders`` loaded pages exist besides the one yielded last. An
+    exception of ``load`` is raised when its page's turn comes; closing
+    the generator waits for the loads in progress.
+    """
+    pending = collections.deque()
+    with futures.ThreadPoolExecutor(
+            loaders, thread_name_prefix='healreq-load') as pool:
+        try:
+            for page in pages:
+                pending.append(pool.submit(load, page))
+                if len(pending) == loaders:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

@@ -45,6 +45,11 @@ LOG = logging.getLogger(__name__)
 # commit (and its fsyncs) per chunk rather than per batch.
 FINDINGS_CHUNK = 1000
 
+# Pages of a cell loaded at once, each on a connection of its own: with
+# two, the server runs one page's queries while Python decodes the other's
+# rows (db.engines.POOL_SIZE counts them).
+LOADERS = 2
+
 
 class _FindingsLog(object):
     """A cell's findings on their way to the audit store, in chunks.
@@ -294,19 +299,30 @@ class Walker(object):
             % (uuid, mapped_cell['uuid']))
 
     def _pages(self, engine):
-        """Yield the records of each page of live instances, by id."""
+        """Yield the records of each page of live instances, by id.
+
+        Pages are loaded ``LOADERS`` at a time (see readahead.loaded).
+        """
         checked = self.options.settings.checked_fields
+
+        def load(page):
+            with engine.connect() as conn:
+                rows, failed = records.read_batch_rows(
+                    conn, [i['uuid'] for i in page], checked)
+            return records.build_records(self.context.api_engine, page,
+                                         rows, failed, checked)
+        return readahead.loaded(self._instance_pages(engine), load, LOADERS)
+
+    def _instance_pages(self, engine):
+        """Yield pages of live instance rows, by id (keyset pagination)."""
         after_id = 0
         while True:
             with engine.connect() as conn:
                 page = cell_queries.get_instance_page(
                     conn, after_id, self.options.batch_size)
-                if not page:
-                    return
-                rows, failed = records.read_batch_rows(
-                    conn, [i['uuid'] for i in page], checked)
-            yield records.build_records(self.context.api_engine, page, rows,
-                                        failed, checked)
+            if not page:
+                return
+            yield page
             after_id = page[-1]['id']
 
     def _any_instances(self, cells):

@@ -18,10 +18,16 @@ re-serialises it the way Nova does; every other key, the top-level change
 list and all object versions stay as the deployment's Nova wrote them.
 """
 
+from healreq import memo
 from healreq.objects import flavor as flavor_obj
+from healreq.objects import instance_group as group_obj
 from healreq.objects import primitive
 
 OBJECT_NAME = 'RequestSpec'
+
+
+# The compare keys of the flavors specs hold, by their primitives.
+_FLAVOR_KEYS = memo.Memo()
 
 
 class RequestSpecDocument(object):
@@ -32,6 +38,7 @@ class RequestSpecDocument(object):
         self.document = primitive.load_json(text, what)
         self.data = primitive.unwrap(self.document, OBJECT_NAME, what)
         self._flavor_key = None
+        self._named_group = None
 
     def flavor(self):
         """The spec's Flavor primitive (validated)."""
@@ -39,11 +46,22 @@ class RequestSpecDocument(object):
         return self.data.get('flavor')
 
     def flavor_key(self):
-        """The spec flavor's compare key (see flavor.parse), parsed once."""
+        """The spec flavor's compare key (see flavor.parse), parsed once.
+
+        Shared by the specs that hold the same flavor: read-only.
+        """
         if self._flavor_key is None:
-            self._flavor_key = flavor_obj.parse(
-                self.data.get('flavor'), 'request_specs.spec flavor')
+            self._flavor_key = _FLAVOR_KEYS.get(
+                memo.document_key(self.data, 'flavor'),
+                lambda: flavor_obj.parse(self.data.get('flavor'),
+                                         'request_specs.spec flavor'))
         return self._flavor_key
+
+    def named_group(self):
+        """The server group the spec names (instance_group.named), once."""
+        if self._named_group is None:
+            self._named_group = group_obj.named(self.data)
+        return self._named_group
 
     def with_fields(self, replacements, version=None):
         """Serialise a copy of the document with some data fields replaced.

@@ -33,8 +33,11 @@ class HostileWalkTest(audit_case.AuditTestCase):
         deep = self.add_drifted(self.cell1)
         spec = self.spec(deep)
         spec['nova_object.data']['scheduler_hints'] = {'h': 'DEEP'}
+        # Deep enough that serialising it in the evaluating thread exceeds
+        # the recursion limit, shallow enough that the loading thread,
+        # fewer frames down, parses it (a window of a few levels).
         self.deployment.set_spec(deep, json.dumps(spec).replace(
-            '"DEEP"', '[' * 982 + ']' * 982))
+            '"DEEP"', '[' * 978 + ']' * 978))
         traps[deep] = 'internal-error'
         traps[self.add_drifted(self.cell2, spec='{"nova_object.name": ')] = (
             'spec-unparsable')

@@ -103,7 +103,10 @@ class InstanceFailureTest(fixtures.DeploymentTestCase):
         last = self.add_drifted(self.cell1)
         spec = self.spec(deep)
         spec['nova_object.data']['scheduler_hints'] = {'h': 'DEEP'}
-        text = json.dumps(spec).replace('"DEEP"', '[' * 982 + ']' * 982)
+        # Deep enough that serialising it in the evaluating thread exceeds
+        # the recursion limit, shallow enough that the loading thread,
+        # fewer frames down, parses it (a window of a few levels).
+        text = json.dumps(spec).replace('"DEEP"', '[' * 978 + ']' * 978)
         self.deployment.set_spec(deep, text)
         result, doc = self.heal_json()
         self.assertEqual(2, result.code, result.stdout + result.stderr)

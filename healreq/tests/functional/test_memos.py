@@ -21,7 +21,7 @@ the audit records and the rows written are byte for byte the same.
 import json
 
 from healreq.heal import field_checks
-from healreq.heal import memo
+from healreq import memo
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case

@@ -28,7 +28,7 @@ import healreq
 LAYERS = (
     ('healreq.masking',),
     ('healreq.exception', 'healreq.version', 'healreq.clock',
-     'healreq.atomic_file', 'healreq.conf'),
+     'healreq.atomic_file', 'healreq.conf', 'healreq.memo'),
     ('healreq.releases',),
     ('healreq.objects', 'healreq.db'),
     ('healreq.protected',),
