@@ -93,3 +93,46 @@ class ReadAheadTest(testtools.TestCase):
                     raise ValueError('evaluation failed on %d' % number)
         self.assertRaises(ValueError, consume)
         self.assertFalse(manager._thread.is_alive())
+
+
+class LoadedTest(testtools.TestCase):
+
+    def test_loads_in_order_in_other_threads(self):
+        threads = set()
+
+        def load(number):
+            threads.add(threading.current_thread())
+            return number * 10
+        self.assertEqual([n * 10 for n in range(30)],
+                         list(readahead.loaded(_Source(30), load, 2)))
+        self.assertNotIn(threading.current_thread(), threads)
+
+    def test_loads_run_at_once(self):
+        """Two loads are under way together: each waits for the other."""
+        both = threading.Barrier(2, timeout=30)
+
+        def load(number):
+            both.wait()
+            return number
+        self.assertEqual([0, 1, 2, 3],
+                         list(readahead.loaded(_Source(4), load, 2)))
+
+    def test_takes_a_page_only_when_one_is_yielded(self):
+        source = _Source(100)
+        pages = readahead.loaded(source, lambda number: number, 2)
+        self.assertEqual(0, next(pages))
+        # The one yielded, the one loaded next, and none more.
+        self.assertEqual(2, source.produced)
+        pages.close()
+
+    def test_failure_comes_in_its_turn(self):
+        def load(number):
+            if number == 3:
+                raise ValueError('page %d unreadable' % number)
+            return number
+        seen = []
+        error = self.assertRaises(
+            ValueError, seen.extend,
+            readahead.loaded(_Source(10), load, 2))
+        self.assertEqual([0, 1, 2], seen)
+        self.assertEqual('page 3 unreadable', str(error))
