@@ -29,6 +29,7 @@ nova-heal wrote, and every field of an inserted row, are also compared as
 stored with the primitives Nova would store.
 """
 
+import datetime
 import json
 
 import sqlalchemy as sa
@@ -166,6 +167,8 @@ class WholeSpecCompatTest(base.NovaTestCase, fixtures.DeploymentTestCase):
         soft_null = self._add(self.cell1, SHARED, 'null group, hint kept',
                               **moved)
         old_null = self._add(self.cell2, SHARED, 'null group (old group)')
+        null_hints = self._add(self.cell1, SHARED, 'null group, null hints')
+        no_policy = self._add(self.cell2, SHARED, 'null group (no policy)')
         # Instances without a spec.
         plain = self._add(self.cell1, SHARED, 'missing', spec=None)
         numa = self._add(self.cell2, PINNED, 'missing, numa', spec=None,
@@ -179,9 +182,18 @@ class WholeSpecCompatTest(base.NovaTestCase, fixtures.DeploymentTestCase):
                           '{"max_server_per_host": "1"}',
                           [null, nameless, no_hint, peer, numa])
         db = self._group('db', 'affinity', '{}', [aff_null, aff_no_hint, gpu])
+        # Updated once, with sub-second times as SQLite keeps them.
+        t = tables.instance_groups
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(t.update().where(t.c.uuid == db).values(
+                created_at=datetime.datetime(2025, 3, 4, 5, 6, 7, 890123),
+                updated_at=datetime.datetime(2025, 6, 7, 8, 9, 10, 11)))
         batch = self._group('batch', 'soft-anti-affinity',
                             '{"max_server_per_host": 2}', [soft_null])
         self._group('old', 'soft-affinity', None, [old_null, plain])
+        self.instances[no_policy]['group'] = self.deployment.add_group(
+            'bare', policy=None, members=[no_policy])
+        self._group('api', 'anti-affinity', '{}', [null_hints])
         nameless_group = dep.stored_group(web, 'web')
         del nameless_group[DATA]['uuid']
         self._lose_group(null, None, {})
@@ -194,6 +206,8 @@ class WholeSpecCompatTest(base.NovaTestCase, fixtures.DeploymentTestCase):
                          dep.stored_group(db, 'db', policy='affinity'), {})
         self._lose_group(soft_null, None, {'group': [batch]})
         self._lose_group(old_null, None, {})
+        self._lose_group(null_hints, None, None)
+        self._lose_group(no_policy, None, {})
         self.originals = self.all_spec_texts()
 
     # -- the heal and the comparison -----------------------------------
