@@ -384,10 +384,12 @@ class RecreatedSpecTest(_Services):
 
         self.assertEqual({self.server['id']: ('healed', 'spec-missing')},
                          self.heal_ok('--create-missing'))
-        listed = {s['id']: s for s in self.detail().body['servers']}
-        self.assertEqual((['az1', {'group': [self.group['id']]}]), [
-            listed[self.server['id']]['pinned_availability_zone'],
-            listed[self.server['id']]['scheduler_hints']])
+        detail = self.detail()
+        self.assertEqual(200, detail.status)
+        shown, = [s for s in detail.body['servers']
+                  if s['id'] == self.server['id']]
+        self.assertEqual(('az1', {'group': [self.group['id']]}), (
+            shown['pinned_availability_zone'], shown['scheduler_hints']))
 
         hosts = []
         server = self._confirm_resize(self._migrate_server(self.server))
