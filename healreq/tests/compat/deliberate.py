@@ -46,6 +46,15 @@ CELL_FIELDS_BELOW_VERSION = 'numa-cell-fields-dropped-below-their-version'
 # differently: healreq refuses it (AmbiguousTopology); each point release
 # of Nova loads it by its own rule.
 AMBIGUOUS_LEGACY_CELLS = 'legacy-numa-cells-point-release-dependent'
+# A spec healed in place, whose image is still the instance's, keeps the
+# image as Nova's API stored it from Glance at boot: its min_disk and
+# Glance's own fields, where from_components given ImageMeta.from_instance
+# has system metadata's (flavor-adjusted) min_disk and none of them.
+IMAGE_KEPT_IN_PLACE = 'image-from-glance-kept-in-place'
+# A spec healed in place keeps pci_requests without the instance uuid, as
+# the API builds them at boot; from_components given the instance's own
+# requests (InstancePCIRequests.get_by_instance) carries it.
+PCI_UUID_KEPT_IN_PLACE = 'pci-requests-instance-uuid-as-booted'
 
 EVERY_RELEASE = tuple(r.series for r in releases.RELEASES)
 APPLIES = {
@@ -55,6 +64,8 @@ APPLIES = {
     CELL_FIELDS_BELOW_VERSION: EVERY_RELEASE,
     AMBIGUOUS_LEGACY_CELLS: tuple(r.series for r in releases.RELEASES
                                   if len(r.legacy_cell_rules) > 1),
+    IMAGE_KEPT_IN_PLACE: EVERY_RELEASE,
+    PCI_UUID_KEPT_IN_PLACE: EVERY_RELEASE,
 }
 
 _FLAVOR_CPU_LISTS = re.compile(

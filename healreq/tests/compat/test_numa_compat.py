@@ -61,6 +61,8 @@ try:
         from nova.db import migration as nova_migration
         from nova import objects as nova_objects
         from nova.virt import hardware as nova_hardware
+        from oslo_db.sqlalchemy import enginefacade
+        from oslo_db.sqlalchemy import test_fixtures as db_fixtures
 except ImportError:  # pragma: no cover - depends on the environment
     nova = None
 
@@ -747,8 +749,7 @@ class NumaCompatTest(base.NovaTestCase):
         disagreements = []
         # Nova rewrites a pre-Liberty topology into instance_extra as it
         # reads it: give it a real cell database holding the instance.
-        context = _nova_cell_database(self.useFixture(
-            fixtures.TempDir()).path)
+        context = _nova_cell_database(self)
         for document in documents:
             text = json.dumps(document)
             try:
@@ -769,13 +770,22 @@ class NumaCompatTest(base.NovaTestCase):
         self._report('numa pre-Liberty', len(documents), disagreements)
 
 
-def _nova_cell_database(directory):
-    """Configure Nova's cell database on SQLite, with UUID's instance."""
+def _nova_cell_database(test):
+    """Configure Nova's cell database on SQLite, with UUID's instance.
+
+    Nova's configuration and its main database facade are global: both
+    are put back as they were when ``test`` ends, so that later tests in
+    the same process (Nova's functional framework) find them unused.
+    """
+    directory = test.useFixture(fixtures.TempDir()).path
     conf = nova.conf.CONF
     conf([], project='nova', default_config_files=[])
-    conf.set_override('connection', 'sqlite:///%s/nova.sqlite' % directory,
-                      group='database')
-    nova_main_db.configure(conf)
+    test.addCleanup(conf.reset)
+    facade = enginefacade.transaction_context()
+    facade.configure(connection='sqlite:///%s/nova.sqlite' % directory)
+    test.useFixture(db_fixtures.ReplaceEngineFacadeFixture(
+        nova_main_db.context_manager, facade))
+    test.addCleanup(lambda: facade.writer.get_engine().dispose())
     nova_migration.db_sync(database='main')
     context = nova_context.get_admin_context()
     nova_objects.Instance(context=context, uuid=UUID, project_id='p',

@@ -1,0 +1,437 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Nova's own services, before and after nova-heal heals their databases.
+
+Nova's functional test framework, which the nova wheel ships, runs the
+real API (through wsgi-intercept), conductor, scheduler and fake-driver
+computes against an in-process placement. Nova's own paths produce the
+drift (a forced cross-zone live migration at 2.67; a spec that lost its
+group or its row, set in the database); nova-heal heals it; then the
+same services move the servers again.
+
+Only in the nova-compat environment (Nova 34.0.0), which installs what
+the framework needs besides nova (placement, oslotest, wsgi-intercept).
+Elsewhere this module holds no test; there, with HEALREQ_TEST_REQUIRE_NOVA
+set, a framework that cannot be imported is a failure.
+
+The databases: Nova's fixtures keep the API and cell databases in
+in-memory SQLite, which only the test process can reach, through one
+shared connection. Here they are SQLite files instead: the API database
+through ``[api_database]/connection``, each cell through a cell mapping
+whose ``database_connection`` is its file's URL (Nova's CellDatabases
+fixture keys its engines by that string, so Nova routes to the same
+file). nova-heal then runs as an operator runs it: the real command in a
+process of its own, given a nova.conf, finding the cells through the cell
+mappings, while Nova's services keep running. Handing the library API
+engines bound to the in-memory databases would instead have shared the
+services' one SQLite connection and bypassed the configuration and cell
+mapping code.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import sqlalchemy as sa
+import testtools
+
+from healreq.db import tables
+from healreq.tests.compat import base
+
+# The Nova whose functional framework the nova-compat environment holds.
+SERVICES_SERIES = 34
+
+_Base = object
+_import_error = None
+if base.NOVA_VERSION is not None and base.NOVA_VERSION[0] == SERVICES_SERIES:
+    try:
+        from nova import conf as nova_conf
+        from nova import context as nova_context
+        from nova import objects
+        from nova.tests import fixtures as nova_fixtures
+        from nova.tests.functional.api import client as api_client
+        from nova.tests.functional import integrated_helpers
+        from oslo_utils.fixture import uuidsentinel
+        _Base = integrated_helpers.ProviderUsageBaseTestCase
+    except ImportError as exc:  # pragma: no cover - depends on the env
+        _import_error = exc
+
+DATA = 'nova_object.data'
+# The hosts' zones, and the weights that make the scheduler's choice
+# among the hosts it may use predictable (the heaviest wins).
+ZONES = {'az1': ['host1'], 'az2': ['host2', 'host3'], 'az3': ['host4']}
+
+
+class _Services(_Base):
+    """Nova's services on SQLite files, and nova-heal run against them."""
+
+    compute_driver = 'fake.MediumFakeDriver'
+    weights = None  # HostNameWeigherFixture's default
+
+    def setUp(self):
+        self.directory = tempfile.mkdtemp(prefix='healreq-services-')
+        self.addCleanup(shutil.rmtree, self.directory, True)
+        # The wheel installs api-paste.ini under <prefix>/etc/nova, not
+        # where the test configuration looks for it by default.
+        self.flags(api_paste_config=os.path.join(
+            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        self.flags(connection=self._url('api'), group='api_database')
+        # Before the scheduler starts: it loads its weighers then.
+        self.useFixture(nova_fixtures.HostNameWeigherFixture(self.weights))
+        super().setUp()
+        self.api_engine = sa.create_engine(self._url('api'))
+        self.addCleanup(self.api_engine.dispose)
+        self.cell_engine = sa.create_engine(self._url('cell1'))
+        self.addCleanup(self.cell_engine.dispose)
+        self.config_file = os.path.join(self.directory, 'nova.conf')
+        with open(self.config_file, 'w') as handle:
+            handle.write('[api_database]\nconnection = %s\n'
+                         '[database]\nconnection = %s\n'
+                         '[healreq]\nskip_updated_within = 0\n'
+                         'state_path = %s\n'
+                         % (self._url('api'), self._url('cell1'),
+                            self.directory))
+
+    def _url(self, name):
+        return 'sqlite:///%s' % os.path.join(self.directory,
+                                             'nova_%s.sqlite' % name)
+
+    def _setup_cells(self):
+        """cell0 and cell1 as Nova's test base has them, in SQLite files.
+
+        Each mapping's database_connection is its file's URL; Nova's
+        CellDatabases creates a cell's engine from [database]/connection
+        when it is added.
+        """
+        cells = nova_fixtures.CellDatabases()
+        context = nova_context.get_context()
+        conf = nova_conf.CONF
+        for name, uuid in (('cell0', objects.CellMapping.CELL0_UUID),
+                           ('cell1', uuidsentinel.cell1)):
+            url = self._url(name)
+            mapping = objects.CellMapping(
+                context=context, uuid=uuid, name=name,
+                transport_url='fake://nowhere/', database_connection=url)
+            mapping.create()
+            self.cell_mappings[name] = mapping
+            conf.set_override('connection', url, group='database')
+            try:
+                cells.add_cell_database(url, default=name == 'cell1')
+            finally:
+                conf.clear_override('connection', group='database')
+        self.useFixture(cells)
+
+    # -- nova-heal and the rows ----------------------------------------
+
+    def heal(self, *args):
+        """Run ``nova-heal request-specs`` in a process of its own.
+
+        Returns its exit code and its JSON report.
+        """
+        process = subprocess.run(
+            [sys.executable, '-m', 'healreq', '--config-file',
+             self.config_file, 'request-specs', '--format', 'json']
+            + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=300)
+        try:
+            return process.returncode, json.loads(process.stdout)
+        except ValueError:
+            self.fail('nova-heal wrote no JSON report (exit %d): %s%s' % (
+                process.returncode, process.stdout, process.stderr))
+
+    def heal_ok(self, *args):
+        """Heal; return ``{uuid: (status, reason)}`` of what it found."""
+        code, document = self.heal(*args)
+        self.assertEqual(0, code, document)
+        self.assertEqual(base.RELEASE.series, document['release']['series'])
+        return {r['instance_uuid']: (r['status'], r['reason'])
+                for r in document['results']}
+
+    def spec(self, server):
+        """The stored spec of ``server``'s instance (its data), or None."""
+        t = tables.request_specs
+        with self.api_engine.connect() as conn:
+            text = conn.execute(sa.select(t.c.spec).where(
+                t.c.instance_uuid == server['id'])).scalar()
+        return None if text is None else json.loads(text)[DATA]
+
+    def instance_zone(self, server):
+        """``instances.availability_zone`` of ``server``."""
+        t = tables.instances
+        with self.cell_engine.connect() as conn:
+            return conn.execute(sa.select(t.c.availability_zone).where(
+                t.c.uuid == server['id'])).scalar()
+
+    def edit_spec(self, server, **values):
+        """Set fields of the stored spec, as drift leaves them."""
+        t = tables.request_specs
+        with self.api_engine.begin() as conn:
+            spec = json.loads(conn.execute(sa.select(t.c.spec).where(
+                t.c.instance_uuid == server['id'])).scalar())
+            spec[DATA].update(values)
+            conn.execute(t.update().where(
+                t.c.instance_uuid == server['id']).values(
+                spec=json.dumps(spec)))
+
+    def delete_spec(self, server):
+        t = tables.request_specs
+        with self.api_engine.begin() as conn:
+            self.assertEqual(1, conn.execute(t.delete().where(
+                t.c.instance_uuid == server['id'])).rowcount)
+
+    # -- Nova's API ----------------------------------------------------
+
+    def at(self, microversion, method, *args, **kwargs):
+        """Call the admin API at ``microversion``."""
+        saved = self.admin_api.microversion
+        self.admin_api.microversion = microversion
+        try:
+            return getattr(self.admin_api, method)(*args, **kwargs)
+        finally:
+            self.admin_api.microversion = saved
+
+    def zones(self, aggregates):
+        """Put the hosts into availability zones: ``{zone: [host]}``."""
+        for zone, hosts in sorted(aggregates.items()):
+            aggregate = self._create_aggregate('agg-' + zone, zone)
+            for host in hosts:
+                self.admin_api.add_host_to_aggregate(aggregate, host)
+
+    def start_computes(self, *hosts):
+        for host in hosts:
+            self._start_compute(host)
+
+    def host_down(self, host):
+        """Stop ``host``'s compute and force its service down."""
+        self.computes[host].stop()
+        service, = self.admin_api.get_services(host=host,
+                                               binary='nova-compute')
+        self.admin_api.put_service_force_down(service['id'], True)
+
+    def action_error(self, server, action):
+        """The traceback's last line of ``action``'s failed event."""
+        actions = self.at('2.51', 'get_instance_actions', server['id'])
+        request_id = next(a['request_id'] for a in actions
+                          if a['action'] == action)
+        self._wait_for_instance_action_event(server, action, 'conductor_' + (
+            'migrate_server' if action == 'migrate' else action), 'Error')
+        events = self.at('2.51', 'api_get', '/servers/%s/os-instance-actions'
+                         '/%s' % (server['id'], request_id)).body[
+            'instanceAction']['events']
+        lines = [line.strip() for event in events
+                 for line in (event.get('traceback') or '').splitlines()
+                 if line.strip() and set(line.strip()) - set('^~')]
+        return lines[-1] if lines else None
+
+    def server_host(self, server):
+        return self.admin_api.get_server(server['id'])[
+            'OS-EXT-SRV-ATTR:host']
+
+
+class AvailabilityZoneTest(_Services):
+    """A pin that a forced live migration left behind, healed by policy."""
+
+    weights = {'host4': 100, 'host1': 50, 'host3': 20, 'host2': 10}
+
+    def setUp(self):
+        super().setUp()
+        self.start_computes('host1', 'host2', 'host3', 'host4')
+        self.zones(ZONES)
+        server = self._create_server(az='az1', networks='none')
+        self.assertEqual('host1', server['OS-EXT-SRV-ATTR:host'])
+        # Nova's own path to the drift: a forced live migration (2.67)
+        # to a host of another zone moves the instance's zone, not the
+        # spec's pin.
+        self.at('2.67', 'post_server_action', server['id'], {
+            'os-migrateLive': {'host': 'host2', 'block_migration': 'auto',
+                               'force': True}})
+        self._wait_for_migration_status(server, ['completed'])
+        self.server = self._wait_for_server_parameter(server, {
+            'OS-EXT-SRV-ATTR:host': 'host2', 'status': 'ACTIVE'})
+        shown = self.at('2.96', 'get_server', server['id'])
+        self.assertEqual(('az2', 'az2', 'az1', 'az1'), (
+            self.instance_zone(server), shown['OS-EXT-AZ:availability_zone'],
+            shown['pinned_availability_zone'],
+            self.spec(server)['availability_zone']))
+
+    def _heal_and_migrate(self, policy, pinned):
+        found = self.heal_ok('--az-policy', policy)
+        self.assertEqual({self.server['id']: ('healed', 'az-pin-differs')},
+                         found)
+        self.assertEqual(pinned, self.spec(self.server)['availability_zone'])
+        self.assertEqual(pinned, self.at('2.96', 'get_server',
+                                         self.server['id'])[
+            'pinned_availability_zone'])
+        server = self._migrate_server(self.server)
+        return self._confirm_resize(server)
+
+    def test_repinned_instance_stays_in_its_new_zone(self):
+        # host4 (az3) and host1 (az1, the old pin) weigh more than host3.
+        server = self._heal_and_migrate('repin', 'az2')
+        self.assertEqual(('host3', 'az2'), (server['OS-EXT-SRV-ATTR:host'],
+                                            self.instance_zone(server)))
+
+    def test_unpinned_instance_goes_anywhere(self):
+        # The heaviest host, in a zone neither pinned nor current.
+        server = self._heal_and_migrate('unpin', None)
+        self.assertEqual(('host4', 'az3'), (server['OS-EXT-SRV-ATTR:host'],
+                                            self.instance_zone(server)))
+
+
+class ServerGroupTest(_Services):
+    """An anti-affinity member whose spec lost its group."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_computes('host1', 'host2', 'host3')
+        self.group = self.at('2.64', 'post_server_groups', {
+            'name': 'web', 'policy': 'anti-affinity'})
+        self.lost, self.peer = (self._boot_member(name)
+                                for name in ('lost', 'peer'))
+        self.assertEqual(['host1', 'host2'], [
+            s['OS-EXT-SRV-ATTR:host'] for s in (self.lost, self.peer)])
+        booted = self.spec(self.lost)
+        self.assertEqual(({'group': [self.group['id']]}, self.group['id']), (
+            booted['scheduler_hints'],
+            booted['instance_group'][DATA]['uuid']))
+        self.edit_spec(self.lost, instance_group=None, scheduler_hints={})
+
+    def _boot_member(self, name):
+        server = self.admin_api.post_server({
+            'server': self._build_server(name=name, networks='none'),
+            'os:scheduler_hints': {'group': self.group['id']}})
+        return self._wait_for_state_change(server, 'ACTIVE')
+
+    def test_moves_respect_anti_affinity_after_heal(self):
+        # Before: the conductor crashes setting up the group of a member
+        # whose spec has none; the server stays where it is.
+        self.admin_api.post_server_action(self.lost['id'], {'migrate': None})
+        self.assertEqual(
+            'request_spec.instance_group.hosts = list(group_info.hosts)',
+            self.action_error(self.lost, 'migrate'))
+        self.assertEqual('host1', self.server_host(self.lost))
+
+        self.assertEqual({self.lost['id']: ('healed', 'group-lost')},
+                         self.heal_ok())
+        healed = self.spec(self.lost)
+        self.assertEqual(({'group': [self.group['id']]}, self.group['id']), (
+            healed['scheduler_hints'],
+            healed['instance_group'][DATA]['uuid']))
+
+        # A cold migration goes to the one host without the peer.
+        server = self._confirm_resize(self._migrate_server(self.lost))
+        self.assertEqual('host3', server['OS-EXT-SRV-ATTR:host'])
+
+        # A forced evacuation onto the peer's host: the destination
+        # compute checks the group policy of the healed hint and refuses;
+        # the server is left in ERROR on its (down) host, the peer alone.
+        self.host_down('host3')
+        self.at('2.67', 'post_server_action', server['id'], {
+            'evacuate': {'host': 'host2', 'force': True}})
+        migration = self._wait_for_migration_status(server, ['failed'])
+        self.assertEqual(('host3', 'host2'), (migration['source_compute'],
+                                              migration['dest_compute']))
+        server = self._wait_for_server_parameter(server, {
+            'status': 'ERROR', 'OS-EXT-SRV-ATTR:host': 'host3'})
+        self.assertEqual('Anti-affinity instance group policy was violated',
+                         server['fault']['message'])
+        self.assertEqual('host2', self.server_host(self.peer))
+
+
+class RecreatedSpecTest(_Services):
+    """A member of an anti-affinity group whose spec row was deleted."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_computes('host1', 'host2', 'host3')
+        self.zones({'az1': ['host1', 'host2', 'host3']})
+        self.group = self.at('2.64', 'post_server_groups', {
+            'name': 'web', 'policy': 'anti-affinity'})
+        self.server, self.peer = (
+            self._wait_for_state_change(self.admin_api.post_server({
+                'server': self._build_server(name=name, networks='none'),
+                'os:scheduler_hints': {'group': self.group['id']}}),
+                'ACTIVE') for name in ('server', 'peer'))
+        self.delete_spec(self.server)
+
+    def detail(self):
+        return self.at('2.100', 'api_get', '/servers/detail',
+                       check_response_status=[200, 400])
+
+    def test_detail_and_every_move_work_again(self):
+        peer_host = self.peer['OS-EXT-SRV-ATTR:host']
+        # Before: the list fails its response validation, a move fails.
+        self.assertEqual(400, self.detail().status)
+        error = self.assertRaises(api_client.OpenStackApiException,
+                                  self.admin_api.post_server_action,
+                                  self.server['id'], {'migrate': None})
+        self.assertEqual(500, error.response.status_code)
+
+        self.assertEqual({self.server['id']: ('healed', 'spec-missing')},
+                         self.heal_ok('--create-missing'))
+        detail = self.detail()
+        self.assertEqual(200, detail.status)
+        shown, = [s for s in detail.body['servers']
+                  if s['id'] == self.server['id']]
+        self.assertEqual(('az1', {'group': [self.group['id']]}), (
+            shown['pinned_availability_zone'], shown['scheduler_hints']))
+
+        hosts = []
+        server = self._confirm_resize(self._migrate_server(self.server))
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        server = self._live_migrate(server)
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        flavor = self.api.get_flavors()[1]['id']
+        server = self._confirm_resize(self._resize_server(server, flavor))
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        server = self._rebuild_server(
+            server, '155d900f-4e14-4e4c-a73d-069cbf4541e6')
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        self._shelve_server(server)
+        server = self._unshelve_server(server)
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        self.host_down(server['OS-EXT-SRV-ATTR:host'])
+        # Evacuated servers are stopped from 2.95 on.
+        server = self._evacuate_server(server)
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        self.assertNotIn(peer_host, hosts)
+        self.assertEqual(['host3', 'host1', 'host3', 'host3', 'host1',
+                          'host3'], hosts)
+
+
+class FrameworkTest(testtools.TestCase):
+
+    def test_framework_imports(self):
+        self.fail("Nova's functional test framework cannot be imported: %s"
+                  % _import_error)
+
+
+def load_tests(loader, tests, pattern):
+    """The tests of this module where they can run.
+
+    With Nova 34.0.0 installed, the framework must import when
+    HEALREQ_TEST_REQUIRE_NOVA is set; with another Nova there are none.
+    """
+    suite = unittest.TestSuite()
+    if _Base is not object:
+        for case in (AvailabilityZoneTest, ServerGroupTest,
+                     RecreatedSpecTest):
+            suite.addTests(loader.loadTestsFromTestCase(case))
+    elif _import_error is not None and base.REQUIRE_NOVA:
+        suite.addTests(loader.loadTestsFromTestCase(FrameworkTest))
+    return suite
