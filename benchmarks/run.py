@@ -48,8 +48,12 @@ from healreq.heal import records
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 # In the order each round runs them; 'workers' (the tool with --workers
-# N) runs when N is above 1.
-CONTENDERS = ('tool', 'workers', 'raw', 'floor', 'naive')
+# N) runs when N is above 1, 'derived' (the tool without the fields read
+# from the API database's groups and aggregates) with --zones-and-groups.
+CONTENDERS = ('tool', 'workers', 'derived', 'raw', 'floor', 'naive')
+# The fields the 'derived' contender checks: all but the zone and group.
+DERIVED_FIELDS = ('flavor', 'image', 'numa_topology', 'pci_requests',
+                  'is_bfv', 'project_id', 'user_id')
 FLOORS = ('raw', 'floor')
 DEFAULT_NAIVE_SAMPLE = 20000
 DEFAULT_WORKERS = 2
@@ -255,6 +259,7 @@ def _mib(kib):
 def labels(workers, short=False):
     """Contender name -> how the results call it (briefly in ratios)."""
     found = dict(tool='tool', workers='tool --workers %d' % workers,
+                 derived='tool without zones and groups',
                  raw='raw floor', floor='floor', naive='naive')
     if not short:
         found.update(raw='raw floor (PyMySQL)',
@@ -349,6 +354,12 @@ def _ratios(runs, summary, label):
     lines = ['wall time ratios (of the medians; then round by round)']
     lines.extend(_ratio_line(runs, summary, label, tool, floor)
                  for tool, floor in _pairs(runs))
+    if 'derived' in runs:
+        lines.append('%-30s %5.2fx (the cost of reading server groups '
+                     'and aggregates)' % (
+                         'tool / %s' % label['derived'],
+                         summary['tool']['wall']
+                         / summary['derived']['wall']))
     lines.append('%-30s %5.1fx (target >= %.0fx; from instances/s)' % (
         'naive / tool', summary['tool']['rate'] / summary['naive']['rate'],
         TARGET_NAIVE_RATIO))
@@ -410,6 +421,11 @@ def _parser():
                         help='Also run the tool with --workers N, as a '
                              'contender of its own (default %d; 1 leaves '
                              'it out).' % DEFAULT_WORKERS)
+    parser.add_argument('--zones-and-groups', action='store_true',
+                        help='Also run the tool without the '
+                             'availability_zone and instance_group fields '
+                             '(--fields), as a contender of its own: what '
+                             'reading server groups and aggregates costs.')
     parser.add_argument('--naive-sample', type=int,
                         default=DEFAULT_NAIVE_SAMPLE,
                         help='Instances the naive script processes (the '
@@ -449,7 +465,8 @@ def parse_args(argv):
 def contenders(args):
     """The names of the contenders this run times, in round order."""
     return [name for name in CONTENDERS
-            if name != 'workers' or args.workers > 1]
+            if (name != 'workers' or args.workers > 1)
+            and (name != 'derived' or args.zones_and_groups)]
 
 
 def commands(args, deployment, workdir, sample_size):
@@ -461,23 +478,26 @@ def commands(args, deployment, workdir, sample_size):
         return [sys.executable, os.path.join(HERE, name),
                 '--config-file', config] + [str(o) for o in options]
 
-    def tool(workers):
+    def tool(workers, fields=None):
         def command(number):
             # Each run of the tool gets a fresh state_path (its audit
             # store), so that the rounds are alike.
-            state = os.path.join(workdir, 'state-%d-%d' % (workers, number))
+            state = os.path.join(workdir, 'state-%d-%d%s' % (
+                workers, number, '-derived' if fields else ''))
             os.mkdir(state)
             tool_config = os.path.join(state, 'nova.conf')
             build.write_config(tool_config, deployment, state)
             return [sys.executable, os.path.join(HERE, 'tool.py'),
                     '--config-file', tool_config,
                     '--batch-size', str(args.batch_size),
-                    '--workers', str(workers)]
+                    '--workers', str(workers)] + (
+                        ['--fields', ','.join(fields)] if fields else [])
         return command
 
     return {
         'tool': tool(1),
         'workers': tool(args.workers),
+        'derived': tool(1, DERIVED_FIELDS),
         'raw': lambda number: script('raw_floor.py'),
         'floor': lambda number: script(
             'floor.py', '--batch-size', args.batch_size,
@@ -498,6 +518,7 @@ def checks(args, deployment, sample):
     return {
         'tool': tool,
         'workers': tool,
+        'derived': tool,
         'raw': lambda result: check_raw_floor(result, instances, numa),
         'floor': lambda result: check_floor(result, instances),
         'naive': lambda result: check_naive(result, len(sample),

@@ -29,17 +29,18 @@ from healreq.cmd import main as cli
 from healreq.cmd import output
 
 
-def dry_run(config_file, batch_size, workers=1):
+def dry_run(config_file, batch_size, workers=1, fields=None):
     """Run request-specs --dry-run once; return (exit code, JSON text).
 
     Through the library API the command line calls, with the same
-    garbage-collector tuning as ``nova-heal``.
+    garbage-collector tuning as ``nova-heal``. ``fields`` are those of
+    ``--fields`` (default: every field).
     """
     cli.tune_garbage_collector()
     conf = api.load_config([config_file])
     result = api.run_request_specs(conf, api.Options(
         dry_run=True, batch_size=batch_size, workers=workers,
-        settings=api.settings(conf)))
+        settings=api.settings(conf, checked_fields=fields)))
     return result.exit_code, ''.join(output.json_chunks(
         result.report, result.exit_code, result.run_id))
 
@@ -50,8 +51,13 @@ def main(argv=None):
     parser.add_argument('--batch-size', type=int, required=True)
     parser.add_argument('--workers', type=int, default=1,
                         help='Cells processed in parallel (default 1).')
+    parser.add_argument('--fields',
+                        help='Only these fields, comma-separated (as '
+                             'request-specs --fields; default: all).')
     args = parser.parse_args(argv)
-    code, text = dry_run(args.config_file, args.batch_size, args.workers)
+    fields = tuple(args.fields.split(',')) if args.fields else None
+    code, text = dry_run(args.config_file, args.batch_size, args.workers,
+                         fields)
     sys.stdout.write(text)
     sys.stdout.flush()
     return code
