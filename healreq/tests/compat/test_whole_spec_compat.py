@@ -38,6 +38,10 @@ from healreq.db import tables
 from healreq.testing import deployment as dep
 from healreq.tests.compat import base
 from healreq.tests.compat import deliberate
+# The flavors and PCI request the written-specs test builds instances of.
+from healreq.tests.compat.test_written_specs_compat import GPU
+from healreq.tests.compat.test_written_specs_compat import PCPU
+from healreq.tests.compat.test_written_specs_compat import T4_REQUEST
 from healreq.tests.functional import fixtures
 
 try:
@@ -61,21 +65,10 @@ PINNED = dep.flavor(11, 'c1.pinned', vcpus=4, memory_mb=4096, root_gb=40,
                     extra_specs={'hw:cpu_policy': 'dedicated',
                                  'hw:numa_nodes': '2',
                                  'hw:mem_page_size': 'large'})
-PCPU = dep.flavor(13, 'p1.pcpu', vcpus=2, memory_mb=2048, root_gb=20,
-                  extra_specs={'resources:PCPU': '2'})
-GPU = dep.flavor(14, 'x1.gpu', vcpus=8, memory_mb=16384, root_gb=80,
-                 extra_specs={'pci_passthrough:alias': 't4:1'})
 PROPS = {'hw_architecture': 'x86_64', 'hw_disk_bus': 'scsi',
          'hw_scsi_model': 'virtio-scsi', 'os_distro': 'ubuntu'}
 NUMA_PROPS = dict(PROPS, hw_mem_page_size='2048',
                   hw_cpu_thread_policy='prefer')
-T4_REQUEST = [{'count': 1, 'spec': [{'vendor_id': '10de',
-                                     'product_id': '1eb8',
-                                     'dev_type': 'type-PCI'}],
-               'alias_name': 't4', 'is_new': False,
-               'numa_policy': 'preferred',
-               'request_id': 'e2394b25-5c6e-4bcb-9a57-8d9e1f2a3b4c',
-               'requester_id': None}]
 OTHER_HINTS = {'different_host': ['0f7e5c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b']}
 
 
@@ -96,7 +89,12 @@ class WholeSpecCompatTest(base.NovaTestCase, fixtures.DeploymentTestCase):
         self.addCleanup(lambda: facade.writer.get_engine().dispose())
 
     def _add(self, cell, cur, case, group=None, **kwargs):
-        """Add an instance; ``case`` names what its spec holds."""
+        """Add an instance; ``case`` names what its spec holds.
+
+        It runs in az1 (compute-1's zone) unless ``availability_zone``
+        says otherwise.
+        """
+        kwargs.setdefault('availability_zone', 'az1')
         kwargs.setdefault('system_metadata', dep.image_system_metadata(
             PROPS, min_disk=cur[DATA]['root_gb']))
         spec_fields = {'version': '%d.%d' % base.RELEASE.spec_version,
