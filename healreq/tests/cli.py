@@ -10,11 +10,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Run ``nova-heal`` in-process and capture what it prints."""
+"""Run ``nova-heal`` in-process and capture what it prints, or as a child."""
 
 import contextlib
 import dataclasses
 import io
+import signal
+import subprocess
+import sys
 
 from healreq.cmd import main
 
@@ -33,3 +36,27 @@ def run_main(argv):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main.main(argv)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+# nova-heal as a child process, run by the interpreter running the tests.
+NOVA_HEAL = [sys.executable, '-c',
+             'import sys; from healreq.cmd import main; sys.exit(main.main())']
+
+# What a child's signal handling depends on: a test run started in the
+# background or under nohup passes these on ignored.
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def spawn(argv, preexec_fn=None, **kwargs):
+    """Start ``argv`` as ``subprocess.Popen`` does, signals reset.
+
+    The child starts with the default disposition of every signal a test
+    sends, whatever the test run inherited, then runs ``preexec_fn``.
+    """
+    def reset_signals():
+        for number in _SIGNALS:
+            signal.signal(number, signal.SIG_DFL)
+        if preexec_fn is not None:
+            preexec_fn()
+
+    return subprocess.Popen(argv, preexec_fn=reset_signals, **kwargs)

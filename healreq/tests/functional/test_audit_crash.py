@@ -24,7 +24,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import fixtures as test_fixtures
@@ -36,6 +35,7 @@ from healreq.audit import store as audit_store
 from healreq.heal import decisions
 from healreq.testing import demo
 from healreq.testing import deployment as dep
+from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
 
@@ -228,8 +228,6 @@ class InjectedCrashTest(audit_case.AuditTestCase):
 
 
 # The command as a real process, from this interpreter (same venv).
-NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 
 class _KillCase(audit_case.AuditTestCase):
@@ -276,9 +274,9 @@ class _KillCase(audit_case.AuditTestCase):
 
     def start(self):
         with open(self.output, 'ab') as stderr:
-            process = subprocess.Popen(
-                NOVA_HEAL + ['--config-file', self.config, 'request-specs',
-                             '--batch-size', '2'],
+            process = cli.spawn(
+                cli.NOVA_HEAL + ['--config-file', self.config,
+                                 'request-specs', '--batch-size', '2'],
                 stdout=subprocess.DEVNULL, stderr=stderr, env=self.env)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         return process

@@ -31,6 +31,7 @@ from healreq.db import tables
 from healreq.heal import decisions
 from healreq.testing import demo
 from healreq.testing import deployment as dep
+from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
 from healreq.tests.functional import fixtures
@@ -40,8 +41,6 @@ PENDING = audit_store.PENDING
 REFUSED = audit_store.REFUSED
 UNKNOWN_RUN = '00000000-0000-4000-8000-000000000000'
 
-NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 # A process that starts a run, records one intent, says so and waits.
 HOLDER = '''
@@ -145,7 +144,7 @@ class RecoverTest(LeaseTestCase):
                          self.deployment.spec_text(self.uuid))
 
     def test_run_of_a_killed_process(self):
-        process = subprocess.Popen(
+        process = cli.spawn(
             [sys.executable, '-c', HOLDER, self.store_url, self.uuid,
              str(self.spec_id), self.before, self.after],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -237,9 +236,10 @@ class LockFileTest(LeaseTestCase):
         for _ in range(5):
             self.add_drifted(self.cell2)
         # A dry run records no intent: nothing is pending when it dies.
-        process = subprocess.Popen(
-            NOVA_HEAL + ['--config-file', self.config_file, 'request-specs',
-                         '--dry-run', '--batch-size', '1', '--sleep', '1'],
+        process = cli.spawn(
+            cli.NOVA_HEAL + ['--config-file', self.config_file,
+                             'request-specs', '--dry-run', '--batch-size', '1',
+                             '--sleep', '1'],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())

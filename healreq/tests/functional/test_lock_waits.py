@@ -23,16 +23,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import sqlalchemy as sa
 
+from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
 
-NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 # The longest a command of these tests may take; the server's own waits
 # (50 s per row, a year per table) would be far longer.
 DEADLINE = 30
@@ -63,8 +61,8 @@ class LockWaitTest(audit_case.AuditTestCase):
                          "instance_uuid = '%s' FOR UPDATE" % uuid)
 
     def start(self, *argv, config=None):
-        process = subprocess.Popen(
-            NOVA_HEAL + ['--config-file', config or self.config]
+        process = cli.spawn(
+            cli.NOVA_HEAL + ['--config-file', config or self.config]
             + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=self.env)
         self.addCleanup(lambda: process.poll() is None and process.kill())

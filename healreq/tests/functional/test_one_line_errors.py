@@ -19,17 +19,15 @@ the error itself, in one line.
 import os
 import re
 import subprocess
-import sys
 
 import sqlalchemy as sa
 
 from healreq.db import tables
+from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
 from healreq.tests.functional import fixtures
 
-NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 LOG_LINE = r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ %s [a-z_.]+ \[-\] %s'
 SQLITE = [s for s in backends.SCENARIOS if s[0] == 'SQLite']
 MYSQL = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
@@ -111,9 +109,10 @@ class DroppedStoreTest(audit_case.AuditTestCase):
                 t.c.updated_at.isnot(None))).scalar()
 
     def test_store_dropped_mid_run(self):
-        process = subprocess.Popen(
-            NOVA_HEAL + ['--config-file', self.config_file, 'request-specs',
-                         '--batch-size', '1', '--sleep', '0.3'],
+        process = cli.spawn(
+            cli.NOVA_HEAL + ['--config-file', self.config_file,
+                             'request-specs', '--batch-size', '1',
+                             '--sleep', '0.3'],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=dict(os.environ))
         self.addCleanup(process.wait)

@@ -23,18 +23,16 @@ import os
 import pty
 import signal
 import subprocess
-import sys
 import uuid
 
 import fixtures as test_fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
+from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import fixtures
 
-NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import main; sys.exit(main.main())']
 
 SECRET = 'Xq7SecretPw'
 
@@ -211,10 +209,11 @@ class InterruptionTest(audit_case.AuditTestCase):
     def start_heal(self, *extra, stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, preexec_fn=None):
         """Start a slow heal; return the process once a row is healed."""
-        process = subprocess.Popen(
-            NOVA_HEAL + ['--config-file', self.config_file, 'request-specs',
-                         '--batch-size', '1', '--sleep', '0.3',
-                         '--metrics-file', self.metrics] + list(extra),
+        process = cli.spawn(
+            cli.NOVA_HEAL + ['--config-file', self.config_file,
+                             'request-specs', '--batch-size', '1',
+                             '--sleep', '0.3', '--metrics-file', self.metrics]
+            + list(extra),
             stdout=stdout, stderr=stderr, env=self.env,
             preexec_fn=preexec_fn)
         self.addCleanup(process.wait)
@@ -310,8 +309,8 @@ class ClosedStdoutTest(audit_case.AuditTestCase):
 
     def run_into_closed_pipe(self, *argv):
         env = dict(os.environ, OS_HEALREQ__STATE_PATH=self.state_path)
-        process = subprocess.Popen(
-            NOVA_HEAL + ['--config-file', self.config_file] + list(argv),
+        process = cli.spawn(
+            cli.NOVA_HEAL + ['--config-file', self.config_file] + list(argv),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         process.stdout.close()
         err = process.stderr.read().decode()
