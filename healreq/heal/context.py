@@ -60,6 +60,37 @@ class RunContext(object):
                     self._cells = api_queries.get_cells(conn)
         return self._cells
 
+    def select_cells(self, instance_uuid=None, cell_uuid=None):
+        """The cells a walk visits, by id.
+
+        Every cell but cell0; or the cell ``instance_uuid`` is mapped to
+        ([] while it is not scheduled); or cell ``cell_uuid``.
+        InvalidInput for an unmapped instance, an unknown cell or cell0.
+        """
+        cells = self.cells()
+        if instance_uuid:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with self.api_engine.connect() as conn:
+                    mapping = api_queries.get_instance_mapping(
+                        conn, instance_uuid)
+            if mapping is None:
+                raise exception.InvalidInput(
+                    'instance %s has no instance mapping; check the '
+                    'UUID or run nova-manage cell_v2 verify_instance'
+                    % instance_uuid)
+            return [c for c in cells if c['id'] == mapping['cell_id']]
+        if cell_uuid:
+            selected = [c for c in cells if c['uuid'] == cell_uuid]
+            if not selected:
+                raise exception.InvalidInput(
+                    'cell %s is not in cell_mappings' % cell_uuid)
+            if cell_uuid == api_queries.CELL0_UUID:
+                raise exception.InvalidInput(
+                    'cell0 only holds instances that were never '
+                    'scheduled; nothing to heal there')
+            return selected
+        return [c for c in cells if c['uuid'] != api_queries.CELL0_UUID]
+
     def learn_release(self):
         """Establish the Nova release whose rules the run applies.
 

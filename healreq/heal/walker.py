@@ -105,37 +105,10 @@ class Walker(object):
         self.progress = None
         self.report = RunReport(dry_run=options.dry_run)
 
-    # -- selection ---------------------------------------------------------
-
-    def _select_cells(self):
-        cells = self.context.cells()
-        uuid = self.options.instance_uuid
-        if uuid:
-            with exception.reraised_as(exception.ApiDatabaseError):
-                with self.context.api_engine.connect() as conn:
-                    mapping = api_queries.get_instance_mapping(conn, uuid)
-            if mapping is None:
-                raise exception.InvalidInput(
-                    'instance %s has no instance mapping; check the '
-                    'UUID or run nova-manage cell_v2 verify_instance' % uuid)
-            return [c for c in cells if c['id'] == mapping['cell_id']]
-        if self.options.cell_uuid:
-            selected = [c for c in cells
-                        if c['uuid'] == self.options.cell_uuid]
-            if not selected:
-                raise exception.InvalidInput('cell %s is not in '
-                                             'cell_mappings'
-                                             % self.options.cell_uuid)
-            if self.options.cell_uuid == api_queries.CELL0_UUID:
-                raise exception.InvalidInput(
-                    'cell0 only holds instances that were never '
-                    'scheduled; nothing to heal there')
-            return selected
-        return [c for c in cells if c['uuid'] != api_queries.CELL0_UUID]
-
     def run(self):
         """Process every selected cell; return the RunReport."""
-        cells = self._select_cells()
+        cells = self.context.select_cells(self.options.instance_uuid,
+                                          self.options.cell_uuid)
         self.report.release = self.context.learn_release()
         self.context.check_writable(self.writer, (
             spec_writer.UPDATE, spec_writer.INSERT)
