@@ -79,6 +79,17 @@ class Settings:
     create_missing: bool = False
     default_zone: str = 'nova'
 
+    @property
+    def read_fields(self):
+        """The fields whose rows are read.
+
+        A spec recreated from the instance record needs the rows of every
+        field, whatever --fields checks.
+        """
+        if self.create_missing:
+            return field_checks.FIELD_NAMES
+        return self.checked_fields
+
 
 @dataclasses.dataclass
 class Evaluation:

@@ -206,7 +206,7 @@ class Walker(object):
                   report.error)
 
     def _walk_cell(self, cell, engine, report, sink, log):
-        checked = self.options.settings.checked_fields
+        checked = self.options.settings.read_fields
         if self.options.instance_uuid:
             found = records.read_instance(self.context.api_engine, engine,
                                           self.options.instance_uuid,
@@ -253,7 +253,7 @@ class Walker(object):
                 engine = self.context.cell_engine(cell)
                 found = records.read_instance(
                     self.context.api_engine, engine, uuid,
-                    self.options.settings.checked_fields)
+                    self.options.settings.read_fields)
             except exception.DB_ERRORS + (exception.CellDatabaseError,):
                 self.context.release(cell)
                 continue
@@ -276,7 +276,7 @@ class Walker(object):
 
         Pages are loaded ``LOADERS`` at a time (see readahead.loaded).
         """
-        checked = self.options.settings.checked_fields
+        checked = self.options.settings.read_fields
 
         def load(page):
             with engine.connect() as conn:
@@ -327,7 +327,7 @@ class Walker(object):
         # so that it reports what a heal would do.
         fresh = records.reread(engine, [
             record for record, evaluation in zip(batch, evaluations)
-            if _to_write(evaluation)], self.options.settings.checked_fields)
+            if _to_write(evaluation)], self.options.settings.read_fields)
         processed = len(batch)
         listed = []
         for position, (record, evaluation) in enumerate(

@@ -22,7 +22,9 @@ import os
 import fixtures as test_fixtures
 import sqlalchemy as sa
 
+from healreq import api
 from healreq.db import tables
+from healreq import exception
 from healreq.heal import decisions
 from healreq.heal import findings
 from healreq.heal import writer
@@ -256,6 +258,19 @@ class MissingSpecTest(_WholeSpecCase):
         self.assertIsNone(self.deployment.spec_text(self.missing))
         self.assertEqual(2, self.heal().code)
 
+    def test_fields_do_not_limit_what_is_recreated(self):
+        # The whole record is read for a recreated spec, not only the rows
+        # of the fields checked: the same spec with and without --fields.
+        result, document = self.heal_json('--create-missing')
+        whole = self.deployment.spec_text(self.missing)
+        self.run_json('revert', document['run_id'])
+        self.assertIsNone(self.deployment.spec_text(self.missing))
+        result = self.heal('--create-missing', '--fields', 'flavor')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(whole, self.deployment.spec_text(self.missing))
+        self.assertEqual({'group': [self.group]},
+                         self.data(self.missing)['scheduler_hints'])
+
     def test_unpin_pins_nothing(self):
         self.heal('--create-missing', '--az-policy', 'unpin')
         self.assertIsNone(self.data(self.missing)['availability_zone'])
@@ -272,6 +287,8 @@ class MissingSpecTest(_WholeSpecCase):
         report = self.run_engine(clock=clock, settings=self.settings(
             create_missing=True))
         self.assertTrue(clock.fired)
+        self.assertEqual(exception.ExitCode.CONFLICT,
+                         api.exit_code_for(report))
         finding, = report.findings
         self.assertEqual((findings.Status.CONFLICT, 'spec-changed'),
                          (finding.status, finding.reason))
