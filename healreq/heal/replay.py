@@ -222,8 +222,9 @@ def _invalid_record(change):
     RequestSpec document of the change's instance and row. Audit rows
     and plans are inputs like any other: they may have been edited.
     """
-    if change.after_digest and audit_store.digest(
-            change.after) != change.after_digest:
+    # A digest goes with every recorded text (None only with no text), so
+    # a missing digest is as untrustworthy as a wrong one.
+    if audit_store.digest(change.after) != change.after_digest:
         return 'the recorded value does not match its recorded digest'
     if change.action == spec_writer.DELETE:
         # Nothing is written; the row must hold exactly the recorded

@@ -539,6 +539,14 @@ class RevertTest(audit_case.AuditTestCase):
         self.assert_revert_refused(
             heal_run, 'does not match its recorded digest')
 
+    def test_record_without_its_digest_is_not_written_back(self):
+        heal_run = self.heal_run()
+        self.tamper(heal_run, self.first,
+                    before_text='THIS IS NOT A REQUESTSPEC',
+                    before_digest=None)
+        self.assert_revert_refused(
+            heal_run, 'does not match its recorded digest')
+
     def test_record_of_another_instance_is_not_written_back(self):
         # A careful attacker recomputes the digest.
         heal_run = self.heal_run()
