@@ -71,13 +71,16 @@ MEANINGS = {
     ExitCode.NEEDS_ATTENTION: Meaning(
         'some instances or cells could not be evaluated and need manual '
         'attention (a missing or unparsable row, a rule Nova would reject, '
-        'an unreachable cell), or the API database or the audit store '
-        'failed',
+        'an unreachable cell or one whose tables stay locked past '
+        '[healreq]/lock_wait_timeout), or the API database or the audit '
+        'store failed',
         'Read the ERROR lines, the cell errors or the line on stderr; fix '
         'the records or the connection. Unless the API database or the '
         'audit store failed, the other instances were processed normally.'),
     ExitCode.CONFLICT: Meaning(
-        'a write was refused because the row changed concurrently',
+        'a write was refused because the row changed concurrently, or '
+        'another session held it locked longer than '
+        '[healreq]/lock_wait_timeout (spec-locked)',
         'Run again: Nova was working on the instance.'),
     ExitCode.NOTHING_TO_HEAL: Meaning(
         'nothing to heal: every checked instance is consistent',
@@ -92,7 +95,10 @@ MEANINGS = {
         'database or was written by a newer release, a --plan or '
         '--metrics-file that would replace the audit store, a '
         'configuration file or a Nova database, a Nova release that cannot '
-        'be established or is not supported (when writing)',
+        'be established or is not supported, whose live services disagree '
+        'with the object versions of its newest specs, or whose '
+        'controllers run different versions (an upgrade in progress; '
+        'these four only when writing: --dry-run reports)',
         'Read the one-line message; fix the command line or the '
         'configuration. For a release that cannot be detected, name it '
         'with --target-release.'),
@@ -122,8 +128,10 @@ _REPLAY_DIFFERENCES = {
     ExitCode.HEALED: Meaning(
         'every change written (with --dry-run: would be written)'),
     ExitCode.NEEDS_ATTENTION: Meaning(
-        'some changes could not be evaluated (instance or cell missing) '
-        'or, for apply, were refused: the plan\'s new value is not what a '
+        'some changes could not be evaluated (instance or cell missing), '
+        'revert found an audit record that fails its digest or is not '
+        'that instance\'s RequestSpec (audit-record-invalid), or, for '
+        'apply, were refused: the plan\'s new value is not what a '
         'heal writes for the instance now (change-not-derived), or names '
         'another spec row (plan-spec-id-mismatch)'),
     ExitCode.CONFLICT: Meaning(

@@ -42,7 +42,10 @@ def _add_audit_parser(subparsers):
         description='Every run of request-specs, revert and apply is '
                     'recorded in the audit store ([healreq]/'
                     'audit_connection) with its findings, and every change '
-                    'before it is written.')
+                    'before it is written. A run records its operator by '
+                    'the real user id of the process (its passwd name, or '
+                    'uid=N without one); SUDO_USER or LOGNAME, when set '
+                    'and different, only as a labelled annotation.')
     actions = audit.add_subparsers(dest='audit_action', metavar='ACTION',
                                    help='list or show.')
     actions.required = True
@@ -68,8 +71,10 @@ def _add_revert_parser(subparsers):
         'revert', help='Put back the values a run replaced.',
         description='Write back the before value of every change RUN_ID '
                     'applied, only where the row still holds the value the '
-                    'run wrote and no operation is in flight. Audited as a '
-                    'run of its own.',
+                    'run wrote, no operation is in flight, and the recorded '
+                    'value matches its recorded digest and is a RequestSpec '
+                    'of that instance and row. Audited as a run of its '
+                    'own.',
         epilog=common.REPLAY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     revert.add_argument('run_id', metavar='RUN_ID',
