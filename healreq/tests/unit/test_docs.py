@@ -22,6 +22,7 @@ and when the pages that must render them stop doing so.
 """
 
 import glob
+import importlib.util
 import os
 import re
 
@@ -36,6 +37,17 @@ from healreq.tests.unit import test_releases
 _TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..',
                                      '..'))
 _DOC = os.path.join(_TOP, 'doc', 'source')
+
+
+def _load_tool(name):
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(_TOP, 'tools', name + '.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+readme_releases = _load_tool('readme_releases')
 
 
 def read(path):
@@ -75,9 +87,20 @@ _CONFIG_TERM = re.compile(r'^\s*``(\w+)``(\s+\(default.*\))?\s*$')
 
 
 def without_generated(text):
-    """``[(line number, line)]`` of ``text`` outside generating directives."""
-    kept, inside = [], None
+    """``[(line number, line)]`` of ``text`` outside generated parts.
+
+    Those are the content of generating directives and the README's
+    releases table, which tools/readme_releases.py writes.
+    """
+    kept, inside, in_table = [], None, False
     for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(readme_releases.BEGIN):
+            in_table = True
+        elif line.startswith(readme_releases.END):
+            in_table = False
+            continue
+        if in_table:
+            continue
         if inside is not None:
             if not line.strip() or (len(line) - len(line.lstrip())
                                     > inside):
@@ -265,8 +288,21 @@ class WrittenOnceTest(testtools.TestCase):
                      'benchmarks/README.rst'):
             self.assertIn(page, sources)
 
-    def test_readme_states_the_range_of_releases_once(self):
+    def test_readme_is_read_in_two_minutes(self):
+        self.assertLessEqual(len(read('README.rst').splitlines()), 150)
+
+    def test_readme_releases_table_is_generated(self):
         readme = read('README.rst')
+        self.assertEqual(readme_releases.rewritten(readme), readme,
+                         'run tools/readme_releases.py')
+        rows = [line for line in readme_releases.table()
+                if not line.startswith('=')][1:]
+        self.assertEqual([r.series for r in releases.RELEASES],
+                         [row.split()[0] for row in rows])
+
+    def test_readme_states_the_range_of_releases_once(self):
+        readme = '\n'.join(line for _, line in without_generated(
+            read('README.rst')))
         found = re.findall(r'Nova (\w+) \((\d{4}\.\d)\) to (\d{4}\.\d)',
                            readme)
         self.assertEqual([(releases.OLDEST.codename.capitalize(),
