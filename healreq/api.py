@@ -156,13 +156,15 @@ def target_release(conf, name=None):
 
 def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                       command='nova-heal request-specs', progress=None,
-                      audit=None, clock=clock_module.utcnow):
+                      stop_check=None, audit=None, clock=clock_module.utcnow):
     """Run request-specs with ``options`` (an Options).
 
     ``plan_file`` (with ``options.dry_run``) receives every change the
     run would make; ``metrics_file`` the run's Prometheus metrics.
     ``command`` is recorded in the audit; ``progress(cell, cell_report,
-    total)`` is called after each batch. ``audit`` is an open AuditStore
+    total)`` is called after each batch; ``stop_check()`` after each
+    batch and while the walk waits for a cell database, and raises (e.g.
+    exception.Interrupted) to end the run. ``audit`` is an open AuditStore
     to use instead of the configured one; ``clock`` returns naive UTC
     now. Returns a RunResult.
     """
@@ -181,6 +183,8 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                               dry_run=options.dry_run),
             audit=store, run_id=run_id)
         run.progress = progress
+        if stop_check is not None:
+            run.stop_check = stop_check
         try:
             return run.run()
         except _ENDS_AFTER_WORK as exc:

@@ -206,17 +206,13 @@ def run(conf, argv):
     if not command.quiet and sys.stderr.isatty():
         display = progress.Progress(sys.stderr)
 
-    def on_batch(cell, cell_report, total):
-        if display is not None:
-            display(cell, cell_report, total)
-        interruption.check()
-
     try:
         with interruption.deferred():
             result = api.run_request_specs(
                 conf, options, plan_file=command.plan,
                 metrics_file=command.metrics_file,
-                command=common.command_line(argv), progress=on_batch)
+                command=common.command_line(argv), progress=display,
+                stop_check=interruption.check)
     finally:
         if display is not None:
             display.close()

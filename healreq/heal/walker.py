@@ -91,7 +91,8 @@ class Walker(object):
     ``budget`` its Budget and ``writer`` the SpecWriter of its changes;
     ``audit`` (an AuditStore, or None) records the findings of run
     ``run_id``. ``progress(cell, cell_report, total)``, if set, is called
-    after each batch.
+    after each batch; ``stop_check()`` after each batch and while the walk
+    waits for a cell database: it raises to stop the run.
     """
 
     def __init__(self, context, options, budget, writer, audit=None,
@@ -103,6 +104,7 @@ class Walker(object):
         self.audit = audit
         self.run_id = run_id
         self.progress = None
+        self.stop_check = _no_stop
         self.report = RunReport(dry_run=options.dry_run)
 
     def run(self):
@@ -218,15 +220,16 @@ class Walker(object):
             return
         total = None
         if self.progress is not None:
-            with engine.connect() as conn:
-                total = cell_queries.count_live_instances(conn)
+            total = self._read(engine, cell_queries.count_live_instances)
             self.progress(cell, report, total)
-        with readahead.ReadAhead(self._pages(engine)) as pages:
+        with readahead.ReadAhead(self._pages(engine),
+                                 stop_check=self.stop_check) as pages:
             for batch in pages:
                 processed = self._process_batch(cell, engine, batch,
                                                 report, sink, log)
                 if self.progress is not None:
                     self.progress(cell, report, total)
+                self.stop_check()
                 self.budget.pause()
                 if processed < len(batch):
                     sink.more_remain = True
@@ -236,6 +239,13 @@ class Walker(object):
                         sink.more_remain = cell_queries.has_instances_after(
                             conn, batch[-1].instance['id'])
                     return
+
+    def _read(self, engine, query):
+        """``query(conn)`` on ``engine``; the run may stop meanwhile."""
+        def read():
+            with engine.connect() as conn:
+                return query(conn)
+        return readahead.interruptible(read, self.stop_check)
 
     def _process_elsewhere(self, mapped_cell, sink, log):
         """Process --instance in the cell that holds it, not the mapped one.
@@ -325,9 +335,12 @@ class Walker(object):
         # before their writes: a decision is only acted upon if it still
         # holds for the records as they are now. A dry run does the same,
         # so that it reports what a heal would do.
-        fresh = records.reread(engine, [
-            record for record, evaluation in zip(batch, evaluations)
-            if _to_write(evaluation)], self.options.settings.read_fields)
+        to_write = [record for record, evaluation in zip(batch, evaluations)
+                    if _to_write(evaluation)]
+        fresh = readahead.interruptible(
+            lambda: records.reread(engine, to_write,
+                                   self.options.settings.read_fields),
+            self.stop_check) if to_write else {}
         processed = len(batch)
         listed = []
         for position, (record, evaluation) in enumerate(
@@ -427,6 +440,10 @@ class Walker(object):
             'left alone' % (again.finding.status.value,
                             ', %s' % again.finding.reason
                             if again.finding.reason else ''))
+
+
+def _no_stop():
+    pass
 
 
 def _to_write(evaluation):

@@ -131,10 +131,29 @@ class LockWaitTest(audit_case.AuditTestCase):
         self.assertIn('Exit code 130', out)
         self.assertIn('spec-locked', out)
 
-    def wait_for_lock_wait(self, process):
-        """Return once the command waits for a row lock."""
+    def test_first_sigint_is_honoured_under_locked_tables(self):
+        # The cell's reads may wait as long as the server lets them; the
+        # signal must not wait for them.
+        config = self.write_config('lock_wait_timeout = 60\n')
+        self.add_drifted(self.cell1)
+        conn = self.cell1.engine.connect()
+        self.addCleanup(conn.close)
+        conn.execute(sa.text('LOCK TABLES instances WRITE'))
+        self.addCleanup(conn.execute, sa.text('UNLOCK TABLES'))
+        process = self.start('request-specs', config=config)
+        self.wait_for_lock_wait(process, '%FROM instances%')
+        process.send_signal(signal.SIGINT)
+        code, out, err, took = self.finish(process)
+        self.assertEqual(130, code, out + err)
+        self.assertLess(took, 10)
+        self.assertIn('Exit code 130', out)
+
+    def wait_for_lock_wait(self, process,
+                           statement='UPDATE request_specs%.instance_uuid%'):
+        """Return once the command waits for a lock in ``statement``."""
         query = sa.text("SELECT COUNT(*) FROM information_schema.processlist "
-                        "WHERE info LIKE 'UPDATE request_specs%'")
+                        "WHERE info LIKE :statement AND info NOT LIKE "
+                        "'%processlist%'").bindparams(statement=statement)
         deadline = time.monotonic() + DEADLINE
         while True:
             with self.deployment.api_engine.connect() as conn:

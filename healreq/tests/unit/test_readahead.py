@@ -92,7 +92,78 @@ class ReadAheadTest(testtools.TestCase):
                 for number in items:
                     raise ValueError('evaluation failed on %d' % number)
         self.assertRaises(ValueError, consume)
+        manager._thread.join(30)
         self.assertFalse(manager._thread.is_alive())
+        self.assertLessEqual(source.produced, 4)
+
+    def test_leaving_on_an_error_does_not_wait_for_a_blocked_reader(self):
+        release = threading.Event()
+
+        def blocked():
+            yield 0
+            release.wait(30)  # a read waiting for a lock
+            yield 1
+        manager = readahead.ReadAhead(blocked())
+
+        def consume():
+            with manager as items:
+                for number in items:
+                    raise ValueError('stopped on %d' % number)
+        self.assertRaises(ValueError, consume)
+        self.assertTrue(manager._thread.is_alive())
+        self.assertTrue(manager._thread.daemon)
+        release.set()
+        manager._thread.join(30)
+        self.assertFalse(manager._thread.is_alive())
+
+    def test_stop_check_while_waiting_for_the_reader(self):
+        release = threading.Event()
+        checks = []
+
+        def stop_check():
+            checks.append(1)
+            if len(checks) == 3:
+                raise KeyboardInterrupt('stop')
+
+        def blocked():
+            release.wait(30)
+            yield 0
+        manager = readahead.ReadAhead(blocked(), stop_check=stop_check)
+
+        def consume():
+            with manager as items:
+                list(items)
+        self.assertRaises(KeyboardInterrupt, consume)
+        self.assertEqual(3, len(checks))
+        release.set()
+
+
+class InterruptibleTest(testtools.TestCase):
+
+    def test_result_and_failure_of_the_call(self):
+        self.assertEqual(42, readahead.interruptible(lambda: 42))
+
+        def fail():
+            raise RuntimeError('cell gone')
+        error = self.assertRaises(RuntimeError, readahead.interruptible, fail)
+        self.assertEqual('cell gone', str(error))
+
+    def test_stop_check_ends_the_wait_for_a_blocked_call(self):
+        release = threading.Event()
+        caller = []
+
+        def read():
+            caller.append(threading.current_thread())
+            release.wait(30)  # a read waiting for a lock
+            return 'late'
+
+        def stop_check():
+            raise KeyboardInterrupt('stop')
+        self.assertRaises(KeyboardInterrupt, readahead.interruptible, read,
+                          stop_check)
+        release.set()
+        self.assertIsNot(threading.current_thread(), caller[0])
+        self.assertTrue(caller[0].daemon)
 
 
 class LoadedTest(testtools.TestCase):
@@ -124,6 +195,16 @@ class LoadedTest(testtools.TestCase):
         # The one yielded, the one loaded next, and none more.
         self.assertEqual(2, source.produced)
         pages.close()
+
+    def test_loads_run_in_daemon_threads(self):
+        threads = []
+
+        def load(number):
+            threads.append(threading.current_thread())
+            return number
+        self.assertEqual([0, 1, 2],
+                         list(readahead.loaded(_Source(3), load, 2)))
+        self.assertEqual([True] * 3, [thread.daemon for thread in threads])
 
     def test_failure_comes_in_its_turn(self):
         def load(number):
