@@ -23,6 +23,7 @@ import datetime
 import json
 import random
 
+import fixtures
 import sqlalchemy as sa
 import testscenarios
 
@@ -191,6 +192,66 @@ class UpgradeInProgressTest(EvidenceTestCase):
         self.assertTrue(any(line.startswith(
             '  nothing may be written: an upgrade is in progress')
             for line in lines))
+
+
+class WriteGuardTest(EvidenceTestCase):
+    """Per spec, the last line of defence when the sample missed it.
+
+    Zed's services, and newest specs that Zed wrote; but older specs were
+    saved by a newer Nova. A heal by Zed's rules would lower their
+    ImageMetaProps version or drop a property both the spec and the
+    instance hold: it leaves them alone, unless the release is named.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # The newest two specs stand for the sample of a large cloud.
+        self.useFixture(fixtures.MonkeyPatch(
+            'healreq.heal.records.VERSION_SAMPLE', 2))
+        for cell in self.deployment.cells:
+            with cell.engine.begin() as conn:
+                conn.execute(tables.services.update().values(version=64))
+        # Both images drifted (hw_disk_bus), their specs are at 1.44.
+        self.losing = self.add_newer_spec(hw_sound_model='ich9')
+        self.lowering = self.add_newer_spec()
+        for _ in range(2):
+            self.deployment.add_instance(
+                self.cell1, demo.M1_SMALL, system_metadata=(
+                    dep.image_system_metadata(min_disk=20)),
+                spec_fields={'version': '1.14',
+                             'spec_image': dep.image(props_version='1.34')})
+
+    def add_newer_spec(self, **shared):
+        raw = dict(dep.IMAGE_PROPERTIES, hw_disk_bus='scsi', **shared)
+        return self.deployment.add_instance(
+            self.cell1, demo.M1_SMALL,
+            system_metadata=dep.image_system_metadata(raw, min_disk=20),
+            spec_fields={'spec_image': dep.image(properties=dict(
+                dep.IMAGE_PROPERTIES, hw_disk_bus='ide', **shared))})
+
+    def test_guarded_unless_the_release_is_named(self):
+        before = self.all_spec_texts()
+        result, doc = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual(('2022.2', True), (doc['release']['series'],
+                                            doc['release']['writable']))
+        self.assertEqual(
+            sorted([(self.losing, 'error', 'image-property-would-be-lost'),
+                    (self.lowering, 'error', 'object-version-downgrade')]),
+            sorted((r['instance_uuid'], r['status'], r['reason'])
+                   for r in doc['results']))
+        self.assertEqual(before, self.all_spec_texts())
+        result, doc = self.heal_json('--target-release', 'zed')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual({(self.losing, 'healed'), (self.lowering, 'healed')},
+                         {(r['instance_uuid'], r['status'])
+                          for r in doc['results']})
+        for uuid in (self.losing, self.lowering):
+            props = self.spec(uuid)['nova_object.data']['image'][
+                'nova_object.data']['properties']
+            self.assertEqual('1.34', props['nova_object.version'])
+        self.assertNotIn('hw_sound_model', self.deployment.spec_text(
+            self.losing))
 
 
 def _release_scenarios():
