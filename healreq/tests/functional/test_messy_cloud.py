@@ -13,9 +13,10 @@
 """One whole walk over a messy 2026.2 cloud on MariaDB.
 
 Service rows of older releases left behind (a decommissioned controller,
-a forced-down compute), an audit database created latin1, flavor names
-and image properties that hold line breaks, terminal escapes and text
-beyond latin1, and a spec row another session holds locked. The walk
+a forced-down scheduler and compute, a deleted conductor), an audit
+database created latin1, flavor names and image properties that hold
+line breaks, terminal escapes and text beyond latin1, and a spec row
+another session holds locked. The walk
 writes nothing beyond what 2026.2 derives, reports every instance, and
 its audit agrees with the rows.
 """
@@ -49,10 +50,13 @@ class MessyCloudTest(audit_case.AuditTestCase):
         self.audit_db = self.latin1_database()
         self.config = self.write_config(
             'audit_connection = %s\nlock_wait_timeout = 1\n' % self.audit_db)
-        # Left behind: a controller decommissioned on Zed, a compute of
-        # 2023.1 forced down, and a deleted conductor of 2023.2.
+        # Left behind: a controller decommissioned on Zed, a scheduler of
+        # Zed forced down while it still reports, a compute of 2023.1
+        # forced down, and a deleted conductor of 2023.2.
         dep.add_service(self.cell1.engine, 'nova-conductor', 64,
                         host='ctl-old', last_seen_up=LONG_AGO)
+        dep.add_service(self.cell1.engine, 'nova-scheduler', 64,
+                        host='sched-old', forced_down=True)
         dep.add_service(self.cell2.engine, 'nova-compute', 66,
                         host='cmp-old', forced_down=True)
         dep.add_service(self.cell2.engine, 'nova-conductor', 66,
@@ -129,6 +133,7 @@ class MessyCloudTest(audit_case.AuditTestCase):
             release['series'], release['writable'], release['refusal']))
         self.assertEqual([('ctl-old', 64)], [
             (s['host'], s['version']) for s in release['down_services']])
+        self.assertEqual([], document['problems'])
         # Every instance is reported.
         self.assertEqual(dict(instances_checked=6, consistent=2, healed=3,
                               conflicts=1, errors=0, skipped=0),
@@ -180,7 +185,18 @@ class MessyCloudTest(audit_case.AuditTestCase):
         self.assertIn(json.dumps(HOSTILE_NAME, ensure_ascii=False)[1:-1],
                       json.dumps(findings[self.hostile_flavor],
                                  ensure_ascii=False))
-        # A verification run finds only the locked instance left.
+        # A verification run finds only the locked instance left, as does
+        # one by 2026.2's rules named, without the rows left behind: what
+        # was written is what 2026.2 derives, no more.
         result, again = self.heal_json('--dry-run', config_file=self.config)
         self.assertEqual([self.locked], [
             r['instance_uuid'] for r in again['results']])
+        for cell in (self.cell1, self.cell2):
+            with cell.engine.begin() as conn:
+                conn.execute(sa.text(
+                    "DELETE FROM services WHERE host IN ('ctl-old', "
+                    "'sched-old', 'cmp-old', 'ctl-gone')"))
+        result, named = self.heal_json('--dry-run', '--target-release',
+                                       '2026.2', config_file=self.config)
+        self.assertEqual([self.locked], [
+            r['instance_uuid'] for r in named['results']])
