@@ -133,10 +133,16 @@ def get_host_zones(conn, hosts):
 
 
 def get_zone_names(conn):
-    """Every availability zone some aggregate carries."""
-    t = tables.aggregate_metadata
-    return {row.value for row in conn.execute(
-        sa.select(t.c.value).where(t.c.key == _ZONE_KEY).distinct())}
+    """Every availability zone an aggregate with a host in it carries.
+
+    A zone whose aggregates hold no host exists for no instance: a pin
+    to it makes every move fail, as a pin to a zone gone does.
+    """
+    metadata, hosts = tables.aggregate_metadata, tables.aggregate_hosts
+    query = sa.select(metadata.c.value).select_from(metadata.join(
+        hosts, hosts.c.aggregate_id == metadata.c.aggregate_id)).where(
+        metadata.c.key == _ZONE_KEY).distinct()
+    return {row.value for row in conn.execute(query)}
 
 
 def get_instance_mappings(conn, instance_uuids):

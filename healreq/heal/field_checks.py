@@ -592,7 +592,8 @@ def zone_notes(spec, inputs):
     if (pinned is not None and pinned not in inputs.zones
             and pinned != inputs.default_zone):
         notes.append(Note('az-pin-gone', (
-            'the pinned zone %s is carried by no aggregate: Nova from '
+            'the pinned zone %s is carried by no aggregate that has a '
+            'host: Nova from '
             '2023.1 on schedules the instance anywhere, and Zed\'s '
             'AvailabilityZoneFilter, if enabled, nowhere' % pinned)))
     instance = inputs.instance

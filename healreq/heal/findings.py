@@ -211,7 +211,8 @@ NOTES = {
         'progress',
     'forced': '--force overrode a skip rule for this instance',
     'az-pin-gone':
-        'the pinned zone is carried by no aggregate: Nova from 2023.1 on '
+        'the pinned zone is carried by no aggregate that has a host: Nova '
+        'from 2023.1 on '
         'then schedules the instance anywhere, ignoring the pin; Zed\'s '
         'AvailabilityZoneFilter, if enabled, finds no host',
     'host-az-differs':

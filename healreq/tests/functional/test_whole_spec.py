@@ -127,6 +127,17 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertIn('the pinned zone az1 is carried by no aggregate',
                       self.heal('--dry-run').stdout)
 
+    def test_a_zone_whose_aggregates_hold_no_host_is_gone(self):
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(tables.aggregate_hosts.delete().where(
+                tables.aggregate_hosts.c.host == 'compute-1'))
+        result, document = self.heal_json('--dry-run')
+        notes = {(n['instance_uuid'], note['code'])
+                 for n in document['results'] + document['notices']
+                 for note in n['notes']}
+        self.assertIn((self.moved, 'az-pin-gone'), notes)
+        self.assertNotIn((self.unpinned, 'az-pin-gone'), notes)
+
     def test_fields_option(self):
         result, document = self.heal_json('--fields', 'flavor,image')
         self.assertEqual(4, result.code, result.stdout + result.stderr)
