@@ -230,6 +230,59 @@ class InjectedCrashTest(audit_case.AuditTestCase):
 # The command as a real process, from this interpreter (same venv).
 
 
+class InsertCrashTest(audit_case.AuditTestCase):
+    """A recreated spec's intent is settled as an update's is."""
+
+    def setUp(self):
+        super().setUp()
+        self.missing = self.add_consistent(self.cell1, spec=None)
+        self.conf = api.load_config([self.config_file])
+        self.addCleanup(self.conf.reset)
+
+    def crash_insert(self, store_class):
+        """A heal with --create-missing that crashes; its only change."""
+        store = store_class(self.audit_url())
+        self.addCleanup(store.dispose)
+        self.assertRaises(Interrupted, api.run_request_specs, self.conf,
+                          api.Options(settings=decisions.Settings(
+                              skip_updated_within=60, create_missing=True)),
+                          audit=store)
+        run_id, = self.audit_runs()
+        change, = store.changes(run_id)
+        self.assertEqual(('insert', PENDING, None),
+                         (change['action'], change['state'],
+                          change['before_text']))
+        return run_id, change
+
+    def settled(self, run_id):
+        store = audit_store.AuditStore(self.audit_url())
+        self.addCleanup(store.dispose)
+        change, = store.changes(run_id)
+        return change['state'], change['detail']
+
+    def test_interrupted_before_the_insert(self):
+        run_id, change = self.crash_insert(InterruptedBeforeWrite)
+        self.assertIsNone(self.deployment.spec_text(self.missing))
+        result = self.heal('--create-missing')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual((REFUSED, 'recovered: interrupted before the write'),
+                         self.settled(run_id))
+        self.assertEqual(change['after_text'],
+                         self.deployment.spec_text(self.missing))
+
+    def test_interrupted_after_the_insert(self):
+        run_id, change = self.crash_insert(InterruptedBeforeMark)
+        self.assertEqual(change['after_text'],
+                         self.deployment.spec_text(self.missing))
+        self.assertEqual(4, self.heal('--create-missing').code)
+        self.assertEqual((APPLIED, 'recovered: the row holds the new value'),
+                         self.settled(run_id))
+        # The recovered insert is reverted like any other: the row goes.
+        result = self.run_cli('revert', run_id)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIsNone(self.deployment.spec_text(self.missing))
+
+
 class _KillCase(audit_case.AuditTestCase):
     """SIGKILL at each seam of a heal, then recovery.
 

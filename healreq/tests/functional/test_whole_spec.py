@@ -91,25 +91,54 @@ class AvailabilityZoneTest(_WholeSpecCase):
                           '"%s",field="availability_zone"} 1'
                           % self.cell1.uuid, handle.read())
 
-    def test_repin(self):
-        result, document = self.heal_json('--az-policy', 'repin')
+    def heal_pins(self, policy):
+        """Dry run, then heal under ``policy``; the audit holds the change.
+
+        Returns the heal's run id.
+        """
+        result, document = self.heal_json('--dry-run', '--az-policy', policy)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.moved, 'drifted', 'az-pin-differs',
+                           ['availability_zone'])], self.results(document))
+        self.assertEqual(self.originals, self.all_spec_texts())
+        result, document = self.heal_json('--az-policy', policy)
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual([(self.moved, 'healed', 'az-pin-differs',
                            ['availability_zone'])], self.results(document))
+        change, = self.audit_show(document['run_id'])['changes']
+        self.assertEqual(
+            ('applied', ['availability_zone'], self.originals[self.moved],
+             self.deployment.spec_text(self.moved)),
+            (change['state'], change['fields'], change['before'],
+             change['after']))
+        self.assertEqual(4, self.heal('--az-policy', policy).code)
+        return document['run_id']
+
+    def test_repin(self):
+        run_id = self.heal_pins('repin')
         self.assertEqual('az2', self.data(self.moved)['availability_zone'])
         before, after = (json.loads(self.originals[self.moved]),
                          self.spec(self.moved))
         before[DATA]['availability_zone'] = 'az2'
         self.assertEqual(before, after)
-        self.assertEqual(4, self.heal('--az-policy', 'repin').code)
-        self.assert_reverted(document['run_id'], self.originals)
+        self.assert_reverted(run_id, self.originals)
 
     def test_unpin(self):
-        result, document = self.heal_json('--az-policy', 'unpin')
-        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        run_id = self.heal_pins('unpin')
         self.assertIsNone(self.data(self.moved)['availability_zone'])
         self.assertEqual('az1', self.data(self.pinned)['availability_zone'])
-        self.assert_reverted(document['run_id'], self.originals)
+        self.assert_reverted(run_id, self.originals)
+
+    def test_plan_and_apply_follow_the_policy(self):
+        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+                            'plan.json')
+        result = self.heal('--dry-run', '--az-policy', 'repin', '--plan',
+                           path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        result, document = self.run_json('apply', path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual('az2', self.data(self.moved)['availability_zone'])
+        self.assertEqual(4, self.heal('--az-policy', 'repin').code)
 
     def test_notes_on_a_vanished_zone_and_a_moved_host(self):
         with self.deployment.api_engine.begin() as conn:
@@ -180,13 +209,29 @@ class ServerGroupTest(_WholeSpecCase):
         self.assertEqual(4, self.heal().code)
         self.assert_reverted(document['run_id'], originals)
 
+    def assert_found_healed_and_reverted(self):
+        """A dry run finds the lost group, a heal writes it; a revert."""
+        originals = self.all_spec_texts()
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual([(self.lost, 'drifted', 'group-lost',
+                           ['instance_group'])], self.results(document))
+        self.assertEqual(originals, self.all_spec_texts())
+        result, document = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        change, = self.audit_show(document['run_id'])['changes']
+        self.assertEqual(
+            ('applied', originals[self.lost],
+             self.deployment.spec_text(self.lost)),
+            (change['state'], change['before'], change['after']))
+        healed = self.spec(self.lost)
+        self.assert_reverted(document['run_id'], originals)
+        return healed
+
     def test_missing_hint_is_added_and_other_hints_kept(self):
         self.set_group(self.lost, dep.stored_group(self.group, 'web'),
                        {'different_host': ['x']})
         before = self.spec(self.lost)
-        result, document = self.heal_json()
-        self.assertEqual(0, result.code, result.stdout + result.stderr)
-        after = self.spec(self.lost)
+        after = self.assert_found_healed_and_reverted()
         self.assertEqual({'different_host': ['x'], 'group': [self.group]},
                          after[DATA]['scheduler_hints'])
         before[DATA]['scheduler_hints']['group'] = [self.group]
@@ -196,10 +241,51 @@ class ServerGroupTest(_WholeSpecCase):
         group = dep.stored_group(self.group, 'web')
         del group[DATA]['uuid']
         self.set_group(self.lost, group, {})
-        result, document = self.heal_json()
-        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        healed = self.assert_found_healed_and_reverted()
         self.assertEqual(self.group,
-                         self.data(self.lost)['instance_group'][DATA]['uuid'])
+                         healed[DATA]['instance_group'][DATA]['uuid'])
+        self.assertEqual({'group': [self.group]},
+                         healed[DATA]['scheduler_hints'])
+
+    def test_deleted_group_of_a_member_is_an_error(self):
+        gone = '7f0c7d0e-52f2-4b1e-9c4a-0f1e2d3c4b5a'
+        self.set_group(self.lost, dep.stored_group(gone, 'old'),
+                       {'group': [gone]})
+        before = self.deployment.spec_text(self.lost)
+        result, document = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.lost, 'error', 'spec-group-gone', [])],
+                         self.results(document))
+        self.assertIn('no longer exists', document['results'][0]['detail'])
+        self.assertEqual(before, self.deployment.spec_text(self.lost))
+
+    def test_existing_group_named_for_an_instance_in_none(self):
+        alone = self.add_consistent(self.cell1)
+        other = self.deployment.add_group('db', policy='affinity')
+        self.set_group(alone, dep.stored_group(other, 'db', 'affinity'),
+                       {'group': [other]})
+        before = self.deployment.spec_text(alone)
+        result, document = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(alone, 'error', 'spec-group-not-member', []),
+                          (self.lost, 'healed', 'group-lost',
+                           ['instance_group'])],
+                         sorted(self.results(document)))
+        self.assertIn('a member of no group',
+                      [r for r in document['results']
+                       if r['instance_uuid'] == alone][0]['detail'])
+        self.assertEqual(before, self.deployment.spec_text(alone))
+
+    def test_rules_nova_cannot_load_are_an_error(self):
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(tables.instance_group_policy.update().values(
+                rules='{"max_server_per_host": '))
+        before = self.deployment.spec_text(self.lost)
+        result, document = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.lost, 'error', 'group-unloadable', [])],
+                         self.results(document))
+        self.assertEqual(before, self.deployment.spec_text(self.lost))
 
     def test_spec_naming_another_group_is_an_error(self):
         other = self.deployment.add_group('db', policy='affinity')
@@ -281,6 +367,21 @@ class MissingSpecTest(_WholeSpecCase):
         self.assertEqual(whole, self.deployment.spec_text(self.missing))
         self.assertEqual({'group': [self.group]},
                          self.data(self.missing)['scheduler_hints'])
+
+    def test_revert_leaves_a_recreated_spec_nova_saved_since(self):
+        result, document = self.heal_json('--create-missing')
+        saved = self.spec(self.missing)
+        saved[DATA]['num_instances'] = 1
+        saved[DATA]['scheduler_hints'] = {'group': [self.group],
+                                          'same_host': ['x']}
+        self.deployment.set_spec(self.missing, json.dumps(saved))
+        text = self.deployment.spec_text(self.missing)
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.missing, 'conflict')],
+                         [(r['instance_uuid'], r['status'])
+                          for r in revert['results']])
+        self.assertEqual(text, self.deployment.spec_text(self.missing))
 
     def test_unpin_pins_nothing(self):
         self.heal('--create-missing', '--az-policy', 'unpin')
