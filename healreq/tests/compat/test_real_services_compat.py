@@ -280,6 +280,19 @@ class AvailabilityZoneTest(_Services):
         server = self._migrate_server(self.server)
         return self._confirm_resize(server)
 
+    def test_reported_pin_takes_moves_back_to_the_old_zone(self):
+        # --az-policy report counts the drift and writes nothing: the next
+        # cold migration is filtered back to az1, where host1 is.
+        code, document = self.heal()
+        self.assertEqual(0, code, document)
+        self.assertEqual([(self.server['id'], 'drifted', 'az-pin-differs')],
+                         [(r['instance_uuid'], r['status'], r['reason'])
+                          for r in document['results']])
+        self.assertEqual('az1', self.spec(self.server)['availability_zone'])
+        server = self._confirm_resize(self._migrate_server(self.server))
+        self.assertEqual(('host1', 'az1'), (server['OS-EXT-SRV-ATTR:host'],
+                                            self.instance_zone(server)))
+
     def test_repinned_instance_stays_in_its_new_zone(self):
         # host4 (az3) and host1 (az1, the old pin) weigh more than host3.
         server = self._heal_and_migrate('repin', 'az2')
@@ -333,21 +346,24 @@ class ServerGroupTest(_Services):
             healed['scheduler_hints'],
             healed['instance_group'][DATA]['uuid']))
 
-        # A cold migration goes to the one host without the peer.
+        # A cold migration goes to the one host without the peer, and a
+        # live migration back to the other one.
         server = self._confirm_resize(self._migrate_server(self.lost))
         self.assertEqual('host3', server['OS-EXT-SRV-ATTR:host'])
+        server = self._live_migrate(server)
+        self.assertEqual('host1', server['OS-EXT-SRV-ATTR:host'])
 
         # A forced evacuation onto the peer's host: the destination
         # compute checks the group policy of the healed hint and refuses;
         # the server is left in ERROR on its (down) host, the peer alone.
-        self.host_down('host3')
+        self.host_down('host1')
         self.at('2.67', 'post_server_action', server['id'], {
             'evacuate': {'host': 'host2', 'force': True}})
         migration = self._wait_for_migration_status(server, ['failed'])
-        self.assertEqual(('host3', 'host2'), (migration['source_compute'],
+        self.assertEqual(('host1', 'host2'), (migration['source_compute'],
                                               migration['dest_compute']))
         server = self._wait_for_server_parameter(server, {
-            'status': 'ERROR', 'OS-EXT-SRV-ATTR:host': 'host3'})
+            'status': 'ERROR', 'OS-EXT-SRV-ATTR:host': 'host1'})
         self.assertEqual('Anti-affinity instance group policy was violated',
                          server['fault']['message'])
         self.assertEqual('host2', self.server_host(self.peer))
