@@ -28,6 +28,7 @@ import uuid
 import fixtures
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import provision
+import sqlalchemy as sa
 
 REQUIRE_MYSQL = os.environ.get('HEALREQ_TEST_REQUIRE_MYSQL', '') not in (
     '', '0')
@@ -99,8 +100,28 @@ class MySQLBackend(fixtures.Fixture):
                 % suffix)
 
     def _drop_all(self):
+        # A connection a failed test left open in a transaction would make
+        # DROP DATABASE wait for its metadata lock for the server's
+        # lock_wait_timeout (a year): end such connections first.
+        self._kill_connections_to(self.created)
         for ident in self.created:
             self.backend.drop_named_database(ident, conditional=True)
+
+    def _kill_connections_to(self, databases):
+        if not databases:
+            return
+        with self.backend.engine.connect() as conn:
+            ids = conn.execute(sa.text(
+                'SELECT id FROM information_schema.processlist WHERE '
+                'db IN :databases AND id <> CONNECTION_ID()').bindparams(
+                sa.bindparam('databases', expanding=True)),
+                {'databases': list(databases)}).scalars().all()
+            for connection_id in ids:
+                try:
+                    conn.execute(sa.text('KILL CONNECTION %d'
+                                         % connection_id))
+                except sa.exc.DBAPIError:
+                    pass  # it ended meanwhile
 
 
 # testscenarios scenarios: a test case using them gets ``backend_fixture``

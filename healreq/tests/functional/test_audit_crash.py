@@ -325,11 +325,12 @@ class _KillCase(audit_case.AuditTestCase):
             self.deployment.set_spec(uuid, text)
         return healed
 
-    def start(self):
+    def start(self, *extra):
         with open(self.output, 'ab') as stderr:
             process = cli.spawn(
                 cli.NOVA_HEAL + ['--config-file', self.config,
-                                 'request-specs', '--batch-size', '2'],
+                                 'request-specs', '--batch-size', '2']
+                + list(extra),
                 stdout=subprocess.DEVNULL, stderr=stderr, env=self.env)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         return process
@@ -348,8 +349,13 @@ class _KillCase(audit_case.AuditTestCase):
             time.sleep(0.01)
 
     def hold(self, engine, statement):
-        """A connection of the test that locks with ``statement``."""
+        """A connection of the test that locks with ``statement``.
+
+        Released by ``release``, or at cleanup if the test fails first:
+        a lock left held would keep its database from being dropped.
+        """
         conn = engine.connect()
+        self.addCleanup(self.release, conn)
         if engine.dialect.name == 'sqlite':
             conn.exec_driver_sql('BEGIN IMMEDIATE')
         else:
@@ -370,6 +376,8 @@ class _KillCase(audit_case.AuditTestCase):
 
     @staticmethod
     def release(conn):
+        if conn.closed:
+            return
         if conn.dialect.name == 'sqlite':
             conn.exec_driver_sql('ROLLBACK')
         else:
@@ -438,10 +446,25 @@ class _KillCase(audit_case.AuditTestCase):
 class KillTest(_KillCase):
 
     def test_killed_in_the_middle_of_a_heal(self):
-        process = self.start()
-        self.wait_for(lambda: len(self.healed_rows()) >= 3, process,
-                      'three specs written')
-        self.kill_and_recover(process, self.lock_specs())
+        if self.db.name == 'MySQL':
+            # The instances are healed cell by cell, by id: 1, 3, 5, 7 in
+            # cell1, then 0, 2, 4, 6. The test holds 4's row: the command
+            # heals six, then waits for it, and is killed there.
+            held = self.hold(self.deployment.api_engine,
+                             "SELECT id FROM request_specs WHERE "
+                             "instance_uuid = '%s' FOR UPDATE"
+                             % self.uuids[4])
+            process = self.start()
+            self.wait_for(lambda: len(self.healed_rows()) == 6, process,
+                          'six specs written')
+        else:
+            # SQLite locks the whole file: the test takes the lock once
+            # three are written, in a pause between batches.
+            process = self.start('--sleep', '0.3')
+            self.wait_for(lambda: len(self.healed_rows()) >= 3, process,
+                          'three specs written')
+            held = self.lock_specs()
+        self.kill_and_recover(process, held)
         healed = self.check_consistency(self.last_heal_run())
         self.assertGreaterEqual(len(healed), 3)
         self.assertLess(len(healed), self.INSTANCES)
