@@ -29,7 +29,6 @@ subclasses, each with its exit code and the component that failed.
 
 import contextlib
 import dataclasses
-import functools
 import json
 import os
 import time
@@ -401,11 +400,9 @@ def _filters(options):
 
 def _context(conf, api_engine, clock, release, service_down_time):
     """The RunContext of a run on ``api_engine``, as configured."""
-    connect = functools.partial(
-        engines.create_engine,
-        lock_wait_timeout=conf.healreq.lock_wait_timeout)
     return context.RunContext(
-        api_engine, conf.database.connection, connect=connect, clock=clock,
+        api_engine, conf.database.connection,
+        lock_wait_timeout=conf.healreq.lock_wait_timeout, clock=clock,
         target_release=release, service_down_time=service_down_time)
 
 

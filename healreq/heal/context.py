@@ -19,12 +19,14 @@ a RunContext: the API database engine, one engine per cell database
 object versions to write, and the checks that writing is allowed.
 """
 
+import functools
 import threading
 
 from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import engines
 from healreq import exception
+from healreq.heal import reader
 from healreq.heal import records
 
 
@@ -32,22 +34,26 @@ class RunContext(object):
     """The databases and the Nova release of one run.
 
     ``reference_url`` is ``[database]/connection`` (cell URL templates
-    are formatted from it), ``connect(url)`` makes a cell engine,
+    are formatted from it), ``lock_wait_timeout`` bounds every lock wait
+    on the cells' databases (``[healreq]/lock_wait_timeout``),
     ``target_release`` is the release the operator named (None: detect
     it), ``service_down_time`` judges services up or down.
     """
 
     def __init__(self, api_engine, reference_url,
-                 connect=engines.create_engine, clock=clock_module.utcnow,
-                 target_release=None, service_down_time=60):
+                 lock_wait_timeout=engines.LOCK_WAIT_TIMEOUT,
+                 clock=clock_module.utcnow, target_release=None,
+                 service_down_time=60):
         self.api_engine = api_engine
         self.reference_url = reference_url
+        self.lock_wait_timeout = lock_wait_timeout
         self.clock = clock
         self.target_release = target_release
         self.service_down_time = service_down_time
         self.detection = None
         self.profile = None
-        self._connect = connect
+        self._connect = functools.partial(
+            engines.create_engine, lock_wait_timeout=lock_wait_timeout)
         self._cells = None
         self._engines = {}
         self._lock = threading.Lock()
@@ -126,6 +132,13 @@ class RunContext(object):
                 self._engines[cell['uuid']] = engine
             return engine
 
+    def read_spec(self, cell, batch_size, fields):
+        """The reader.ReadSpec of ``cell``'s pages (its engine's URL)."""
+        return reader.ReadSpec(
+            cell=dict(cell), cell_url=_full_url(self.cell_engine(cell)),
+            api_url=_full_url(self.api_engine), batch_size=batch_size,
+            fields=tuple(fields), lock_wait_timeout=self.lock_wait_timeout)
+
     def release(self, cell):
         """Close ``cell``'s connections (a walk moves on to the next cell)."""
         with self._lock:
@@ -139,3 +152,8 @@ class RunContext(object):
             engines_, self._engines = list(self._engines.values()), {}
         for engine in engines_:
             engine.dispose()
+
+
+def _full_url(engine):
+    """The URL ``engine`` connects to, its password included."""
+    return engine.url.render_as_string(hide_password=False)

@@ -188,37 +188,73 @@ def cell_fields(rows, uuid):
     return {name: found.get(uuid, []) for name, found in rows.items()}
 
 
-def build_records(api_engine, instances, rows, failed_resizes,
-                  checked_fields=field_checks.FIELD_NAMES):
-    """InstanceRecords of ``instances``, with their API rows read.
+@dataclasses.dataclass
+class PageRows:
+    """What a page of instances needs read, as plain rows.
 
-    One query per API table for the whole batch: mappings and specs, and
-    for the checked fields that need them, server group memberships and
-    the zones of the hosts' aggregates.
+    ``instances`` are its instances rows; ``cell_rows`` ``read_cell_rows``'
+    and ``failed_resizes`` the targets of failed resizes, from the cell;
+    ``api_rows`` ``read_api_rows``', from the API database. Plain values
+    only, so that a page read in another process can be handed over.
+    """
+    instances: list
+    cell_rows: dict
+    failed_resizes: dict
+    api_rows: dict
+
+
+def read_page(cell_conn, api_engine, instances, checked_fields):
+    """The PageRows of ``instances``: one query per table and database."""
+    uuids = [i['uuid'] for i in instances]
+    rows, failed = read_batch_rows(cell_conn, uuids, checked_fields)
+    return PageRows(instances, rows, failed,
+                    read_api_rows(api_engine, instances, checked_fields))
+
+
+def read_api_rows(api_engine, instances, checked_fields):
+    """The API rows of ``instances``, one query per table for them all.
+
+    Mappings and specs, and for the checked fields that need them, server
+    group memberships and the zones of the hosts' aggregates.
     """
     uuids = [i['uuid'] for i in instances]
     checked = set(checked_fields)
     with exception.reraised_as(exception.ApiDatabaseError):
         with api_engine.connect() as conn:
-            mappings = api_queries.get_instance_mappings(conn, uuids)
-            specs = api_queries.get_request_specs(conn, uuids)
-            groups = (api_queries.get_group_memberships(conn, uuids)
-                      if checked & field_checks.NEEDS_GROUPS else {})
-            zones = (_zones(conn, instances)
-                     if checked & field_checks.NEEDS_ZONES else ({}, ()))
+            return {
+                'mappings': api_queries.get_instance_mappings(conn, uuids),
+                'specs': api_queries.get_request_specs(conn, uuids),
+                'groups': (api_queries.get_group_memberships(conn, uuids)
+                           if checked & field_checks.NEEDS_GROUPS else {}),
+                'zones': (_zones(conn, instances)
+                          if checked & field_checks.NEEDS_ZONES
+                          else ({}, ())),
+            }
+
+
+def assemble_records(api_engine, page, checked_fields):
+    """The InstanceRecords of PageRows ``page``, their specs parsed.
+
+    A spec naming a group that no membership row names is looked up in
+    ``api_engine``, in one query for the page (rarely any).
+    """
+    mappings, specs, groups, zones = (
+        page.api_rows[name] for name in ('mappings', 'specs', 'groups',
+                                         'zones'))
     records = []
-    for instance in instances:
+    for instance in page.instances:
         uuid = instance['uuid']
         record = decisions.InstanceRecord(
             instance=instance, mapping=mappings.get(uuid),
             spec_row=specs.get(uuid),
-            failed_resize_flavor_ids=failed_resizes.get(uuid, frozenset()),
+            failed_resize_flavor_ids=page.failed_resizes.get(
+                uuid, frozenset()),
             groups=groups.get(uuid, []),
             host_zones=zones[0].get(instance['host'], []),
-            zones=zones[1], **cell_fields(rows, uuid))
+            zones=zones[1], **cell_fields(page.cell_rows, uuid))
         decisions.parse_spec(record)
         records.append(record)
-    if checked & field_checks.NEEDS_GROUPS:
+    if set(checked_fields) & field_checks.NEEDS_GROUPS:
         _learn_known_groups(api_engine, records)
     return records
 
@@ -270,10 +306,9 @@ def read_instance(api_engine, cell_engine, instance_uuid, checked_fields):
         found = cell_queries.get_instances(conn, [instance_uuid])
         if not found:
             return []
-        rows, failed = read_batch_rows(conn, [instance_uuid],
-                                       checked_fields)
-    return build_records(api_engine, list(found.values()), rows, failed,
+        page = read_page(conn, api_engine, list(found.values()),
                          checked_fields)
+    return assemble_records(api_engine, page, checked_fields)
 
 
 def reread(cell_engine, records, checked_fields):

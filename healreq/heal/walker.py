@@ -15,11 +15,12 @@
 
 Per cell, live instances are read in keyset-paginated batches; each batch
 costs one query per table in the cell and in the API database, whatever
-its size, and is read by a thread while the previous one is evaluated
-(``readahead``). Decisions are delegated to ``decisions``; a write re-reads
-the instance, re-decides, and swaps the spec only if the row still holds
-the text that was read (``writer``). The databases and the release come
-from the run's ``context``, --max-count and the pace from its ``budget``.
+its size, and is read by a process of its own while the walk evaluates
+the batches read before (``reader``). Decisions are delegated to
+``decisions``; a write re-reads the instance, re-decides, and swaps the
+spec only if the row still holds the text that was read (``writer``).
+The databases and the release come from the run's ``context``,
+--max-count and the pace from its ``budget``.
 """
 
 from concurrent import futures
@@ -35,6 +36,7 @@ from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq.heal import readahead
+from healreq.heal import reader
 from healreq.heal import records
 from healreq.heal import writer as spec_writer
 from healreq import masking
@@ -44,11 +46,6 @@ LOG = logging.getLogger(__name__)
 # Findings are written to the audit store in chunks of this many: one
 # commit (and its fsyncs) per chunk rather than per batch.
 FINDINGS_CHUNK = 1000
-
-# Pages of a cell loaded at once, each on a connection of its own: with
-# two, the server runs one page's queries while Python decodes the other's
-# rows (db.engines.POOL_SIZE counts them).
-LOADERS = 2
 
 
 class _FindingsLog(object):
@@ -198,6 +195,8 @@ class Walker(object):
             self._walk_cell(cell, engine, report, sink, log)
         except exception.DB_ERRORS as exc:
             self._cell_failed(cell, report, records.cell_error(cell, exc))
+        except exception.CellDatabaseError as exc:
+            self._cell_failed(cell, report, exc)
         finally:
             self.context.release(cell)
             log.flush()
@@ -222,9 +221,13 @@ class Walker(object):
         if self.progress is not None:
             total = self._read(engine, cell_queries.count_live_instances)
             self.progress(cell, report, total)
-        with readahead.ReadAhead(self._pages(engine),
-                                 stop_check=self.stop_check) as pages:
-            for batch in pages:
+        fields = self.options.settings.read_fields
+        with reader.CellReader(self.context.read_spec(
+                cell, self.options.batch_size, fields),
+                self.stop_check) as pages:
+            for page in pages:
+                batch = records.assemble_records(self.context.api_engine,
+                                                 page, fields)
                 processed = self._process_batch(cell, engine, batch,
                                                 report, sink, log)
                 if self.progress is not None:
@@ -280,33 +283,6 @@ class Walker(object):
         raise exception.InvalidInput(
             'instance %s is mapped to cell %s but is not in its database'
             % (uuid, mapped_cell['uuid']))
-
-    def _pages(self, engine):
-        """Yield the records of each page of live instances, by id.
-
-        Pages are loaded ``LOADERS`` at a time (see readahead.loaded).
-        """
-        checked = self.options.settings.read_fields
-
-        def load(page):
-            with engine.connect() as conn:
-                rows, failed = records.read_batch_rows(
-                    conn, [i['uuid'] for i in page], checked)
-            return records.build_records(self.context.api_engine, page,
-                                         rows, failed, checked)
-        return readahead.loaded(self._instance_pages(engine), load, LOADERS)
-
-    def _instance_pages(self, engine):
-        """Yield pages of live instance rows, by id (keyset pagination)."""
-        after_id = 0
-        while True:
-            with engine.connect() as conn:
-                page = cell_queries.get_instance_page(
-                    conn, after_id, self.options.batch_size)
-            if not page:
-                return
-            yield page
-            after_id = page[-1]['id']
 
     def _any_instances(self, cells):
         """Whether any of ``cells`` has a live instance (unknown: yes)."""

@@ -97,17 +97,42 @@ class MissingDriverTest(fixtures.DeploymentTestCase):
 class InstanceFailureTest(fixtures.DeploymentTestCase):
     """An unexpected failure on one instance stays with that instance."""
 
+    # Where the recursion limit falls does not depend on the backend.
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'SQLite']
+
+    def nested(self, uuid, depth):
+        """Give ``uuid``'s spec a hint nested ``depth`` lists deep."""
+        spec = json.loads(self.originals[uuid])
+        spec['nova_object.data']['scheduler_hints'] = {
+            'h': json.loads('[' * 10 + ']' * 10)}
+        text = json.dumps(spec).replace('[' * 10 + ']' * 10,
+                                        '[' * depth + ']' * depth)
+        self.deployment.set_spec(uuid, text)
+        return text
+
+    def deepest_readable(self, uuid):
+        """The deepest nesting that a walk parses, by bisection."""
+        readable, unreadable = 10, 5000
+        while unreadable - readable > 1:
+            depth = (readable + unreadable) // 2
+            self.nested(uuid, depth)
+            result, doc = self.heal_json('--dry-run')
+            reason, = [r['reason'] for r in doc['results']
+                       if r['instance_uuid'] == uuid]
+            if reason == 'spec-unparsable':
+                unreadable = depth
+            else:
+                readable = depth
+        return readable
+
     def test_spec_too_deep_to_serialise(self):
         first = self.add_drifted(self.cell1)
         deep = self.add_drifted(self.cell1)
         last = self.add_drifted(self.cell1)
-        spec = self.spec(deep)
-        spec['nova_object.data']['scheduler_hints'] = {'h': 'DEEP'}
-        # Deep enough that serialising it in the evaluating thread exceeds
-        # the recursion limit, shallow enough that the loading thread,
-        # fewer frames down, parses it (a window of a few levels).
-        text = json.dumps(spec).replace('"DEEP"', '[' * 978 + ']' * 978)
-        self.deployment.set_spec(deep, text)
+        self.originals = self.all_spec_texts()
+        # Parsed, it is serialised again further down the stack, where
+        # the same nesting exceeds the recursion limit.
+        text = self.nested(deep, self.deepest_readable(deep))
         result, doc = self.heal_json()
         self.assertEqual(2, result.code, result.stdout + result.stderr)
         statuses = {r['instance_uuid']: (r['status'], r['reason'])

@@ -11,7 +11,6 @@
 #    under the License.
 
 
-import queue
 import threading
 
 import testtools
@@ -35,107 +34,6 @@ class _Source(object):
                 raise RuntimeError('database went away at %d' % number)
             self.produced += 1
             yield number
-
-
-class ReadAheadTest(testtools.TestCase):
-
-    def test_items_in_order(self):
-        source = _Source(50)
-        with readahead.ReadAhead(source) as items:
-            self.assertEqual(list(range(50)), list(items))
-        self.assertIsNot(threading.current_thread(), source.reader)
-
-    def test_empty_source(self):
-        with readahead.ReadAhead(_Source(0)) as items:
-            self.assertEqual([], list(items))
-
-    def test_failure_reaches_the_caller_after_earlier_items(self):
-        seen = []
-        with readahead.ReadAhead(_Source(10, fail_at=4)) as items:
-            error = self.assertRaises(RuntimeError, seen.extend, items)
-        self.assertEqual([0, 1, 2, 3], seen)
-        self.assertEqual('database went away at 4', str(error))
-
-    def test_reads_at_most_one_item_ahead(self):
-        source = _Source(100)
-        seen = queue.Queue()
-        with readahead.ReadAhead(
-                source, on_wait=lambda: seen.put(source.produced)) as items:
-            first = next(iter(items))
-            # Each time the reader waits for room, it says how far it got:
-            # once the caller took its item, the caller's item, one in the
-            # queue and one the reader holds.
-            counts = [seen.get(timeout=30)]
-            while counts[-1] < 3:
-                counts.append(seen.get(timeout=30))
-            counts += [seen.get(timeout=30) for _ in range(3)]
-        self.assertEqual(0, first)
-        self.assertEqual(3, max(counts), counts)
-        self.assertEqual([3, 3, 3], counts[-3:])
-
-    def test_leaving_early_stops_the_reader(self):
-        source = _Source(100)
-        manager = readahead.ReadAhead(source)
-        with manager as items:
-            for number in items:
-                if number == 1:
-                    break
-        self.assertFalse(manager._thread.is_alive())
-        self.assertLessEqual(source.produced, 4)
-
-    def test_leaving_on_an_error_stops_the_reader(self):
-        source = _Source(100)
-        manager = readahead.ReadAhead(source)
-
-        def consume():
-            with manager as items:
-                for number in items:
-                    raise ValueError('evaluation failed on %d' % number)
-        self.assertRaises(ValueError, consume)
-        manager._thread.join(30)
-        self.assertFalse(manager._thread.is_alive())
-        self.assertLessEqual(source.produced, 4)
-
-    def test_leaving_on_an_error_does_not_wait_for_a_blocked_reader(self):
-        release = threading.Event()
-
-        def blocked():
-            yield 0
-            release.wait(30)  # a read waiting for a lock
-            yield 1
-        manager = readahead.ReadAhead(blocked())
-
-        def consume():
-            with manager as items:
-                for number in items:
-                    raise ValueError('stopped on %d' % number)
-        self.assertRaises(ValueError, consume)
-        self.assertTrue(manager._thread.is_alive())
-        self.assertTrue(manager._thread.daemon)
-        release.set()
-        manager._thread.join(30)
-        self.assertFalse(manager._thread.is_alive())
-
-    def test_stop_check_while_waiting_for_the_reader(self):
-        release = threading.Event()
-        checks = []
-
-        def stop_check():
-            checks.append(1)
-            if len(checks) == 3:
-                raise KeyboardInterrupt('stop')
-
-        def blocked():
-            release.wait(30)
-            yield 0
-        manager = readahead.ReadAhead(blocked(), stop_check=stop_check)
-
-        def consume():
-            with manager as items:
-                list(items)
-        self.assertRaises(KeyboardInterrupt, consume)
-        self.assertEqual(3, len(checks))
-        release.set()
 
 
 class InterruptibleTest(testtools.TestCase):

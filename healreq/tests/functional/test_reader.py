@@ -1,0 +1,147 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A cell's pages, read in a process of its own."""
+
+import signal
+import time
+
+import sqlalchemy as sa
+
+from healreq import exception
+from healreq.heal import field_checks
+from healreq.heal import reader
+from healreq.heal import records
+from healreq.tests.functional import backends
+from healreq.tests.functional import fixtures
+
+
+class Stop(Exception):
+    """What the tests' stop checks raise."""
+
+
+def _no_stop():
+    pass
+
+
+class CellReaderTest(fixtures.DeploymentTestCase):
+
+    def spec(self, cell, batch_size=2, **values):
+        cell_row = {'id': cell.id, 'uuid': cell.uuid, 'name': cell.name}
+        fields = dict(
+            cell=cell_row, cell_url=cell.url, api_url=self.cells.api_url(),
+            batch_size=batch_size, fields=field_checks.FIELD_NAMES,
+            lock_wait_timeout=5)
+        fields.update(values)
+        return reader.ReadSpec(**fields)
+
+    def test_pages_in_order_as_read_in_process(self):
+        for _ in range(5):
+            self.add_drifted(self.cell1)
+            self.add_consistent(self.cell2)
+        with reader.CellReader(self.spec(self.cell1), _no_stop) as pages:
+            read = list(pages)
+        self.assertEqual([2, 2, 1], [len(page.instances) for page in read])
+        with self.cell1.engine.connect() as conn:
+            expected = [records.read_page(
+                conn, self.deployment.api_engine, page.instances,
+                field_checks.FIELD_NAMES) for page in read]
+        self.assertEqual(expected, read)
+        ids = [i['id'] for page in read for i in page.instances]
+        self.assertEqual(sorted(ids), ids)
+
+    def test_cell_error_after_the_pages_before_it(self):
+        self.add_drifted(self.cell1)
+        spec = self.spec(self.cell1, cell_url=(
+            'mysql+pymysql://nova:S3cretPw@127.0.0.1:1/nova'))
+        with reader.CellReader(spec, _no_stop) as pages:
+            error = self.assertRaises(exception.CellDatabaseError, list,
+                                      pages)
+        self.assertIn('cell database unreachable', str(error))
+        self.assertNotIn('S3cretPw', str(error))
+        self.assertEqual('cell %s' % self.cell1.uuid, error.component)
+
+    def test_api_error_is_the_api_databases(self):
+        self.add_drifted(self.cell1)
+        spec = self.spec(self.cell1, api_url=(
+            'mysql+pymysql://nova:S3cretPw@127.0.0.1:1/nova_api'))
+        with reader.CellReader(spec, _no_stop) as pages:
+            error = self.assertRaises(exception.ApiDatabaseError, list,
+                                      pages)
+        self.assertNotIn('S3cretPw', str(error))
+
+    def test_leaving_early_ends_the_child(self):
+        for _ in range(6):
+            self.add_drifted(self.cell1)
+        manager = reader.CellReader(self.spec(self.cell1, batch_size=1),
+                                    _no_stop)
+        with manager as pages:
+            next(iter(pages))
+        self.assertFalse(manager._process.is_alive())
+
+
+class BlockedReadTest(fixtures.DeploymentTestCase):
+    """A read waiting for a table another session holds locked."""
+
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
+
+    def setUp(self):
+        super().setUp()
+        self.add_drifted(self.cell1)
+        conn = self.cell1.engine.connect()
+        self.addCleanup(conn.close)
+        conn.execute(sa.text('LOCK TABLES instances WRITE'))
+        self.addCleanup(conn.execute, sa.text('UNLOCK TABLES'))
+
+    def reader(self, stop_check):
+        return reader.CellReader(reader.ReadSpec(
+            cell={'id': self.cell1.id, 'uuid': self.cell1.uuid,
+                  'name': self.cell1.name},
+            cell_url=self.cell1.url, api_url=self.cells.api_url(),
+            batch_size=2, fields=field_checks.FIELD_NAMES,
+            lock_wait_timeout=60), stop_check)
+
+    def read_waits(self):
+        """Whether the child's page query waits for the lock."""
+        with self.deployment.api_engine.connect() as conn:
+            return bool(conn.execute(sa.text(
+                "SELECT COUNT(*) FROM information_schema.processlist "
+                "WHERE info LIKE '%FROM instances%' AND info NOT LIKE "
+                "'%processlist%'")).scalar())
+
+    def stop_once_the_read_waits(self):
+        if self.read_waits():
+            raise Stop()
+
+    def test_the_walk_stops_at_once_and_the_child_ends(self):
+        started = time.monotonic()
+        manager = self.reader(self.stop_once_the_read_waits)
+
+        def consume():
+            with manager as pages:
+                list(pages)
+        self.assertRaises(Stop, consume)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertFalse(manager._process.is_alive())
+
+    def test_the_child_ignores_the_terminals_signals(self):
+        manager = self.reader(self.stop_once_the_read_waits)
+        with manager as pages:
+            self.assertRaises(Stop, list, pages)
+            # The kernel drops a signal a process ignores: a Ctrl-C or a
+            # hang-up of the terminal leaves the child to the walk.
+            with open('/proc/%d/status' % manager._process.pid) as handle:
+                ignored, = [int(line.split()[1], 16) for line in handle
+                            if line.startswith('SigIgn:')]
+            for number in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+                self.assertTrue(ignored & (1 << (number - 1)), number)
+        self.assertFalse(manager._process.is_alive())
