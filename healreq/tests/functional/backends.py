@@ -89,6 +89,22 @@ class MySQLBackend(fixtures.Fixture):
         return str(self.backend.provisioned_database_url(ident)
                    .render_as_string(hide_password=False))
 
+    def latin1_database_url(self, name):
+        """``database_url``, of a database whose default charset is latin1.
+
+        Upstream MariaDB's and MySQL 5.7's default, unlike Debian's.
+        """
+        url = self.database_url(name)
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text(
+                    'ALTER DATABASE %s CHARACTER SET latin1 COLLATE '
+                    'latin1_swedish_ci' % engine.url.database))
+        finally:
+            engine.dispose()
+        return url
+
     def reference_url(self):
         """A [database]/connection whose template output is our cells."""
         url = self.backend.provisioned_database_url(self.prefix)

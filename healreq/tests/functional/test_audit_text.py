@@ -37,17 +37,6 @@ def _mysql_only():
 
 class _AuditDatabaseCase(audit_case.AuditTestCase):
 
-    def latin1_database(self):
-        """The URL of an empty database whose default charset is latin1."""
-        url = self.db.database_url('audit')
-        engine = sa.create_engine(url)
-        with engine.begin() as conn:
-            conn.execute(sa.text(
-                'ALTER DATABASE %s CHARACTER SET latin1 COLLATE '
-                'latin1_swedish_ci' % engine.url.database))
-        engine.dispose()
-        return url
-
     def table_charsets(self, url):
         engine = sa.create_engine(url)
         self.addCleanup(engine.dispose)
@@ -75,7 +64,7 @@ class Latin1AuditDatabaseTest(_AuditDatabaseCase):
     scenarios = _mysql_only()
 
     def test_new_store_holds_any_text(self):
-        url = self.latin1_database()
+        url = self.db.latin1_database_url('audit')
         config = self.write_config('audit_connection = %s\n' % url)
         uuid = self.add_cyrillic_drift()
         for args in (('--dry-run',), (), ('--dry-run',)):
@@ -93,7 +82,7 @@ class Latin1AuditDatabaseTest(_AuditDatabaseCase):
         self.assertIn(CYRILLIC, shown['findings'][0]['detail'])
 
     def test_latin1_store_is_converted_keeping_its_data(self):
-        url = self.latin1_database()
+        url = self.db.latin1_database_url('audit')
         engine = sa.create_engine(url)
         self.addCleanup(engine.dispose)
         # A store of the release before: every revision up to the lease.

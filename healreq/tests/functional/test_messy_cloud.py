@@ -47,7 +47,7 @@ class MessyCloudTest(audit_case.AuditTestCase):
 
     def setUp(self):
         super().setUp()
-        self.audit_db = self.latin1_database()
+        self.audit_db = self.db.latin1_database_url('audit')
         self.config = self.write_config(
             'audit_connection = %s\nlock_wait_timeout = 1\n' % self.audit_db)
         # Left behind: a controller decommissioned on Zed, a scheduler of
@@ -86,16 +86,6 @@ class MessyCloudTest(audit_case.AuditTestCase):
         self.locked = self.add_drifted(self.cell2)
         self.originals = self.all_spec_texts()
         self.hold_row(self.locked)
-
-    def latin1_database(self):
-        url = self.db.database_url('audit')
-        engine = sa.create_engine(url)
-        with engine.begin() as conn:
-            conn.execute(sa.text(
-                'ALTER DATABASE %s CHARACTER SET latin1 COLLATE '
-                'latin1_swedish_ci' % engine.url.database))
-        engine.dispose()
-        return url
 
     def hold_row(self, uuid):
         """Another session holds the spec row of ``uuid`` locked."""
