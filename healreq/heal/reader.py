@@ -23,18 +23,22 @@ pages at a time on connections of its own; it hands over plain rows, and
 the walk parses and decides everything.
 
 The child is forked from the walk, so it starts at once with everything
-imported. It touches nothing it inherits (the walk's connections, memos,
-locks, buffered output): it opens connections of its own, writes only
-to its pipe, and ends without running the interpreter's exit handlers.
-It ignores the signals a terminal sends to its process group: the walk
-ends it when it stops, even while one of its reads waits for a lock. It
-reads at most a few pages ahead of the walk, so memory stays bounded by
-the batch size.
+imported. It leaves alone what it inherits: it closes its copies of the
+walk's file descriptors at once (or the walk's audit lease and database
+sessions would outlive the walk in it), never collects the objects it
+inherited (whose finalizers would close descriptors it reuses), opens
+connections of its own, writes only to its pipe, and ends without
+running the interpreter's exit handlers. It ignores the signals a
+terminal sends to its process group: the walk ends it when it stops, even
+while one of its reads waits for a lock. It reads at most a few pages
+ahead of the walk, so memory stays bounded by the batch size.
 """
 
 import dataclasses
+import gc
 import logging as std_logging
 import multiprocessing
+import os
 import signal
 import sys
 import traceback
@@ -56,6 +60,7 @@ LOADERS = 2
 _POLL_SECONDS = 0.1
 _CONTEXT = multiprocessing.get_context('fork')
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_MAX_DESCRIPTORS = os.sysconf('SC_OPEN_MAX')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +154,7 @@ def _serve(spec, pages):
     """
     for number in _SIGNALS:
         signal.signal(number, signal.SIG_IGN)
-    std_logging.getLogger().handlers[:] = [std_logging.NullHandler()]
+    _detach(pages)
     cell_engine = api_engine = None
     try:
         cell_engine = engines.create_engine(
@@ -178,6 +183,26 @@ def _serve(spec, pages):
             if engine is not None:
                 engine.dispose()
         pages.close()
+
+
+def _detach(pages):
+    """Let go of what the child inherited from the walk, but ``pages``.
+
+    Its objects are frozen, never collected; its descriptors closed but
+    the standard streams, ``pages`` and the parent sentinel; its log
+    handlers dropped (nothing the child logs reaches a terminal).
+    """
+    gc.freeze()
+    keep = {0, 1, 2, pages.fileno()}
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        keep.add(parent.sentinel)
+    low = 0
+    for descriptor in sorted(keep) + [_MAX_DESCRIPTORS]:
+        if low < descriptor:  # an empty range would close them all
+            os.closerange(low, descriptor)
+        low = descriptor + 1
+    std_logging.getLogger().handlers[:] = [std_logging.NullHandler()]
 
 
 def _instance_pages(engine, spec):

@@ -12,9 +12,12 @@
 
 """A cell's pages, read in a process of its own."""
 
+import fcntl
+import os
 import signal
 import time
 
+import fixtures as test_fixtures
 import sqlalchemy as sa
 
 from healreq import exception
@@ -145,3 +148,18 @@ class BlockedReadTest(fixtures.DeploymentTestCase):
             for number in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
                 self.assertTrue(ignored & (1 << (number - 1)), number)
         self.assertFalse(manager._process.is_alive())
+
+    def test_the_child_holds_none_of_the_walks_descriptors(self):
+        # Such as the audit store's lease: its lock must end with the walk.
+        path = self.useFixture(test_fixtures.TempDir()).join('lease.lock')
+        with open(path, 'w') as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            manager = self.reader(self.stop_once_the_read_waits)
+            with manager as pages:
+                self.assertRaises(Stop, list, pages)
+                directory = '/proc/%d/fd' % manager._process.pid
+                opened = {os.readlink(os.path.join(directory, name))
+                          for name in os.listdir(directory)}
+            self.assertNotIn(path, opened)
+            self.assertIn(os.readlink('/proc/self/fd/%d' % held.fileno()),
+                          [path])
