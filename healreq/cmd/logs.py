@@ -63,11 +63,40 @@ def setup(conf, product='healreq'):
 
 def _setup(conf, product):
     logging.setup(conf, product)
+    _without_colors()
     _mask_every_line()
     visible.escape_logs()
     # The standard library's logger: oslo.log's getLogger would rename it.
     std_logging.getLogger(_WRAPPED_DB_ERRORS).setLevel(
         logging.DEBUG if conf.debug else logging.CRITICAL)
+
+
+class _NoColors(std_logging.Filter):
+    """Fill in the color fields a format string may name, with nothing."""
+
+    def filter(self, record):
+        record.color = record.reset_color = ''
+        return True
+
+
+def _without_colors():
+    """Replace oslo.log's ColorHandler by a plain one on the same stream.
+
+    Older oslo.log releases (Zed's 5.0) write every line to stderr through
+    it, and it ends each line with a terminal escape, outside any
+    formatter's reach; newer ones use it only if ``[DEFAULT]/log_color``
+    asks for colors.
+    """
+    root = std_logging.getLogger()
+    for handler in list(root.handlers):
+        if type(handler).__name__ != 'ColorHandler':
+            continue
+        plain = std_logging.StreamHandler(handler.stream)
+        plain.setLevel(handler.level)
+        plain.setFormatter(handler.formatter)
+        plain.addFilter(_NoColors())
+        root.removeHandler(handler)
+        root.addHandler(plain)
 
 
 class _MaskPasswords(std_logging.Filter):
