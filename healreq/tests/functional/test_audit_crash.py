@@ -359,7 +359,7 @@ class _KillCase(audit_case.AuditTestCase):
         if engine.dialect.name == 'sqlite':
             conn.exec_driver_sql('BEGIN IMMEDIATE')
         else:
-            conn.begin()
+            conn.exec_driver_sql('BEGIN')
             conn.execute(sa.text(statement))
         return conn
 
@@ -378,10 +378,7 @@ class _KillCase(audit_case.AuditTestCase):
     def release(conn):
         if conn.closed:
             return
-        if conn.dialect.name == 'sqlite':
-            conn.exec_driver_sql('ROLLBACK')
-        else:
-            conn.rollback()
+        conn.exec_driver_sql('ROLLBACK')
         conn.close()
 
     def changes_in(self, state, run_id=None):
