@@ -19,9 +19,11 @@ Linux counts in a child's ``ru_maxrss`` the resident size of the process
 it was forked from, so a command started straight from the benchmark
 (which holds SQLAlchemy, oslo.db and the results) would report at least
 the benchmark's own size. This launcher is a bare interpreter (a few MiB):
-the peak RSS it reports (``wait4``) is the command's own. So is the CPU
-time (user and system, of all its threads), which, unlike the wall time,
-does not grow when other work takes the machine's cores.
+the peak RSS it reports (``wait4``) is the command's own, or that of a
+process the command forked and waited for (the tool's cell readers), if
+larger. So is the CPU time (user and system, of all its threads and of
+those processes), which, unlike the wall time, does not grow when other
+work takes the machine's cores.
 """
 
 import json
