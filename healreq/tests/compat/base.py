@@ -28,12 +28,14 @@ import dataclasses
 import importlib.metadata
 import os
 import re
+import subprocess
 import sys
 import warnings
 
 import testtools
 
 from healreq import releases
+from healreq.tests import cli
 
 try:
     with warnings.catch_warnings():
@@ -122,3 +124,19 @@ class NovaTestCase(testtools.TestCase):
         if not _registered:
             objects.register_all()
             _registered = True
+
+
+class CommandInItsOwnProcess(object):
+    """Run ``nova-heal`` as operators run it: in a process of its own.
+
+    Nova's functional test framework, which the real-services tests
+    import, monkey-patches every test process with eventlet, and a cell
+    reader forked from such a process inherits eventlet's hub, not a
+    working socket layer. nova-heal never runs under eventlet.
+    """
+
+    def run_cli(self, *argv, config_file=None):
+        process = subprocess.run(
+            cli.NOVA_HEAL + ['--config-file', config_file or self.config_file]
+            + list(argv), capture_output=True, text=True, timeout=600)
+        return cli.Result(process.returncode, process.stdout, process.stderr)

@@ -72,7 +72,8 @@ NUMA_PROPS = dict(PROPS, hw_mem_page_size='2048',
 OTHER_HINTS = {'different_host': ['0f7e5c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b']}
 
 
-class WholeSpecCompatTest(base.NovaTestCase, fixtures.DeploymentTestCase):
+class WholeSpecCompatTest(base.CommandInItsOwnProcess, base.NovaTestCase,
+                          fixtures.DeploymentTestCase):
 
     def setUp(self):
         super().setUp()

@@ -75,7 +75,8 @@ def _image(**kwargs):
                      **kwargs)
 
 
-class WrittenSpecsTest(base.NovaTestCase, fixtures.DeploymentTestCase):
+class WrittenSpecsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
+                       fixtures.DeploymentTestCase):
 
     def _run_release(self):
         """Make every cell's services those of the installed Nova."""
