@@ -32,7 +32,7 @@ healreq_opts = [
                     'mysql+pymysql://healreq:SECRET@db/healreq). Default: '
                     'an SQLite file audit.sqlite under state_path.'),
     cfg.IntOpt('batch_size',
-               default=200,
+               default=500,
                min=1,
                max=10000,
                help='Instances read per batch and cell. Memory use is '

@@ -15,13 +15,15 @@
 ``dict(row._mapping)`` looks the column names up again for every row,
 and iterating over a result fetches its rows one call at a time; on the
 hundreds of thousands of rows of a large run both show. These helpers
-fetch all rows at once and look the names up once per result.
+fetch all rows at once and look the names up once per result. The names
+become plain strings (SQLAlchemy's are a subclass), which a page handed
+to another process pickles once each.
 """
 
 
 def dicts(result):
     """The rows of ``result`` as a list of dicts."""
-    keys = tuple(result.keys())
+    keys = _names(result)
     return [dict(zip(keys, row)) for row in result.fetchall()]
 
 
@@ -30,7 +32,7 @@ def keyed(result, by):
 
     The column must be unique in the result.
     """
-    keys = tuple(result.keys())
+    keys = _names(result)
     position = keys.index(by)
     return {row[position]: dict(zip(keys, row))
             for row in result.fetchall()}
@@ -38,9 +40,13 @@ def keyed(result, by):
 
 def grouped(result, by):
     """The rows of ``result`` as lists of dicts, by the value of ``by``."""
-    keys = tuple(result.keys())
+    keys = _names(result)
     position = keys.index(by)
     groups = {}
     for row in result.fetchall():
         groups.setdefault(row[position], []).append(dict(zip(keys, row)))
     return groups
+
+
+def _names(result):
+    return tuple(str(key) for key in result.keys())

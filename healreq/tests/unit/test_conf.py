@@ -139,7 +139,7 @@ class ListOptsTest(testtools.TestCase):
              default_config_dirs=[])
         self.assertIsNone(conf.api_database.connection)
         self.assertIsNone(conf.database.connection)
-        self.assertEqual(200, conf.healreq.batch_size)
+        self.assertEqual(500, conf.healreq.batch_size)
         self.assertEqual(60, conf.healreq.skip_updated_within)
 
     def test_registering_twice_is_harmless(self):
@@ -148,7 +148,7 @@ class ListOptsTest(testtools.TestCase):
         healreq_conf.register_opts(conf)
         conf([], project=None, default_config_files=[],
              default_config_dirs=[])
-        self.assertEqual(200, conf.healreq.batch_size)
+        self.assertEqual(500, conf.healreq.batch_size)
 
     def test_listed_opts_register_like_register_opts(self):
         conf = cfg.ConfigOpts()
@@ -197,7 +197,7 @@ class NovaConfTest(testtools.TestCase):
     def test_empty_file(self):
         self._load('')
         self.assertIsNone(self.conf.api_database.connection)
-        self.assertEqual(200, self.conf.healreq.batch_size)
+        self.assertEqual(500, self.conf.healreq.batch_size)
 
     def test_check_reads_every_value(self):
         for line in ('[healreq]\nskip_updated_within = 100000000000000000000',

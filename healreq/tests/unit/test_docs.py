@@ -371,7 +371,7 @@ class ScannerTest(testtools.TestCase):
                          'hand-written option directive')
         self.assertFound('::\n\n    nova-heal revert RUN_ID [--instance '
                          'UUID] [--dry-run]\n', 'usage synopsis')
-        self.assertFound('``batch_size`` (default 200)\n    Instances.\n',
+        self.assertFound('``batch_size`` (default 500)\n    Instances.\n',
                          'configuration option')
         self.assertFound('.. list-table::\n\n   * - ``--workers N``\n'
                          '     - cells in parallel\n', 'option table row')
