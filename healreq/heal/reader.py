@@ -97,7 +97,10 @@ class CellReader(object):
     def __enter__(self):
         # Flushed before the fork: the child flushes its copies on exit.
         for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass  # none, closed or gone: nothing to write twice
         self._pages, sender = _CONTEXT.Pipe(duplex=False)
         self._process = _CONTEXT.Process(
             target=_serve, args=(self._spec, sender), daemon=True,
