@@ -35,8 +35,9 @@ class ThrottleTest(fixtures.DeploymentTestCase):
         elapsed = time.monotonic() - started
         self.assertEqual(4, result.code, result.stderr)
         # 12 instances at 10/s take at least 1.2 s, whatever the speed of
-        # the run itself, and not much more than that plus the run.
-        self.assertLess(unthrottled, 1.0)
+        # the run itself, and not much more than that plus the run (how
+        # fast the run itself is depends on the machine's load: not
+        # asserted).
         self.assertGreaterEqual(elapsed, 1.2 * 0.95)
         self.assertLess(elapsed, 1.2 + unthrottled + 1.0)
 
