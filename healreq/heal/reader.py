@@ -22,16 +22,21 @@ table in the cell and in the API database (``records.read_page``), two
 pages at a time on connections of its own; it hands over plain rows, and
 the walk parses and decides everything.
 
-The child is forked from the walk, so it starts at once with everything
-imported. It leaves alone what it inherits: it closes its copies of the
-walk's file descriptors at once (or the walk's audit lease and database
-sessions would outlive the walk in it), never collects the objects it
-inherited (whose finalizers would close descriptors it reuses), opens
-connections of its own, writes only to its pipe, and ends without
-running the interpreter's exit handlers. It ignores the signals a
-terminal sends to its process group: the walk ends it when it stops, even
-while one of its reads waits for a lock. It reads at most a few pages
-ahead of the walk, so memory stays bounded by the batch size.
+The child is forked from the walk when the walk runs in one thread, so
+it starts at once with everything imported. A walk with ``--workers``
+runs threads, and a child forked from a threaded process may inherit a
+lock that another thread held and wait for it forever: its children come
+from multiprocessing's fork server instead, a single-threaded process
+that imports this module once. Either way the child leaves alone what it
+may inherit: it closes its copies of the walk's file descriptors at once
+(or the walk's audit lease and database sessions would outlive the walk
+in it), never collects the objects it inherited (whose finalizers would
+close descriptors it reuses), opens connections of its own, writes only
+to its pipe, and ends without running the interpreter's exit handlers.
+It ignores the signals a terminal sends to its process group: the walk
+ends it when it stops, even while one of its reads waits for a lock. It
+reads at most a few pages ahead of the walk, so memory stays bounded by
+the batch size.
 """
 
 import dataclasses
@@ -41,6 +46,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import traceback
 
 from oslo_log import log as logging
@@ -58,7 +64,9 @@ LOG = logging.getLogger(__name__)
 LOADERS = 2
 # How often the walk, waiting for a page, calls its stop check.
 _POLL_SECONDS = 0.1
-_CONTEXT = multiprocessing.get_context('fork')
+_FORK = multiprocessing.get_context('fork')
+_FORK_SERVER = multiprocessing.get_context('forkserver')
+_FORK_SERVER.set_forkserver_preload([__name__])
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _MAX_DESCRIPTORS = os.sysconf('SC_OPEN_MAX')
 
@@ -68,8 +76,8 @@ class ReadSpec:
     """What the child reads: the cell's pages, for these fields.
 
     ``cell`` is the cell_mappings row, ``cell_url`` and ``api_url`` the
-    databases' URLs (with their passwords: the spec goes to the child
-    through a pipe, never a command line).
+    databases' URLs (with their passwords: the child inherits them, or
+    gets them through the fork server's socket, never a command line).
     """
     cell: dict
     cell_url: str
@@ -101,8 +109,9 @@ class CellReader(object):
                 stream.flush()
             except (AttributeError, OSError, ValueError):
                 pass  # none, closed or gone: nothing to write twice
-        self._pages, sender = _CONTEXT.Pipe(duplex=False)
-        self._process = _CONTEXT.Process(
+        context = _process_context()
+        self._pages, sender = context.Pipe(duplex=False)
+        self._process = context.Process(
             target=_serve, args=(self._spec, sender), daemon=True,
             name='healreq-read-%s' % self._spec.cell['uuid'])
         try:
@@ -136,6 +145,13 @@ class CellReader(object):
                 return
             else:
                 raise _error(kind, value, self._spec.cell)
+
+
+def _process_context():
+    """Fork while the walk is single-threaded; else use the fork server."""
+    if threading.active_count() == 1:
+        return _FORK
+    return _FORK_SERVER
 
 
 def _error(kind, message, cell):

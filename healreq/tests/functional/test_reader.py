@@ -15,6 +15,7 @@
 import fcntl
 import os
 import signal
+import threading
 import time
 
 import fixtures as test_fixtures
@@ -81,6 +82,32 @@ class CellReaderTest(fixtures.DeploymentTestCase):
             error = self.assertRaises(exception.ApiDatabaseError, list,
                                       pages)
         self.assertNotIn('S3cretPw', str(error))
+
+    def parent_of_child(self, manager):
+        with open('/proc/%d/stat' % manager._process.pid) as handle:
+            return int(handle.read().rsplit(')', 1)[1].split()[1])
+
+    def test_a_single_threaded_walk_forks_the_child(self):
+        self.add_drifted(self.cell1)
+        with reader.CellReader(self.spec(self.cell1), _no_stop) as pages:
+            parent = self.parent_of_child(pages)
+            self.assertEqual(1, len([page for page in pages]))
+        self.assertEqual(os.getpid(), parent)
+
+    def test_a_threaded_walk_never_forks_itself(self):
+        # A fork would copy the locks the other thread holds: the child
+        # comes from the single-threaded fork server instead.
+        self.add_drifted(self.cell1)
+        release = threading.Event()
+        other = threading.Thread(target=release.wait)
+        other.start()
+        self.addCleanup(other.join)
+        self.addCleanup(release.set)
+        with reader.CellReader(self.spec(self.cell1), _no_stop) as pages:
+            parent = self.parent_of_child(pages)
+            read = list(pages)
+        self.assertNotEqual(os.getpid(), parent)
+        self.assertEqual([1], [len(page.instances) for page in read])
 
     def test_leaving_early_ends_the_child(self):
         for _ in range(6):
