@@ -18,12 +18,17 @@ instances share them: the same stored sub-documents are compared with
 the same derived values over and over. A Memo remembers results by their
 exact inputs (a stored sub-document by its serialised form), holds at most
 ``maxsize`` of them (then starts again, so memory stays flat at any
-scale), and is thread-safe. Callers store only immutable values, or copy
-what they take out. ``disabled()`` switches every memo off, to prove
-that the results do not depend on them.
+scale), and is thread-safe. A value is shared by every caller that asks
+for it, so it is frozen when computed: its dicts and lists refuse every
+change (TypeError), and a caller that needs to change one takes a copy
+(``copy.copy`` and ``copy.deepcopy`` give plain, changeable ones).
+``disabled()`` switches every memo off, to prove that the results do not
+depend on them; values are frozen then too, so that both ways run the
+same code.
 """
 
 import contextlib
+import copy
 import marshal
 import threading
 
@@ -50,12 +55,12 @@ class Memo(object):
         An exception of ``compute`` is raised, and nothing remembered.
         """
         if not _state['enabled']:
-            return compute()
+            return frozen(compute())
         try:
             return self._values[key]
         except KeyError:
             pass
-        value = compute()
+        value = frozen(compute())
         with self._lock:
             if len(self._values) >= self.maxsize:
                 self._values.clear()
@@ -68,6 +73,62 @@ class Memo(object):
 
     def __len__(self):
         return len(self._values)
+
+
+def _refuse(self, *args, **kwargs):
+    raise TypeError('a remembered value is shared by its callers: change a '
+                    'copy of it')
+
+
+class FrozenDict(dict):
+    """A dict that refuses changes; its copies are plain dicts."""
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self):
+        return dict(self)
+
+    def __deepcopy__(self, memo_):
+        return {copy.deepcopy(key, memo_): copy.deepcopy(value, memo_)
+                for key, value in self.items()}
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
+class FrozenList(list):
+    """A list that refuses changes; its copies are plain lists."""
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = clear = extend = insert = pop = remove = reverse = _refuse
+    sort = _refuse
+
+    def __copy__(self):
+        return list(self)
+
+    def __deepcopy__(self, memo_):
+        return [copy.deepcopy(value, memo_) for value in self]
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+
+def frozen(value):
+    """``value``, its dicts and lists frozen, however deeply nested.
+
+    Nested in dicts, lists and tuples, that is; other values are left as
+    they are.
+    """
+    if isinstance(value, (FrozenDict, FrozenList)):
+        return value
+    if isinstance(value, dict):
+        return FrozenDict((key, frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return FrozenList(frozen(item) for item in value)
+    if type(value) is tuple:
+        return tuple(frozen(item) for item in value)
+    return value
 
 
 def enabled():

@@ -82,9 +82,9 @@ class InstanceFlavors(object):
 
     def __init__(self, flavors):
         self.primitives = flavors
-        self._keys = {slot: None if value is None else
-                      flavor_obj.parse(value, slot)
-                      for slot, value in flavors.items()}
+        self._keys = memo.frozen({slot: None if value is None else
+                                  flavor_obj.parse(value, slot)
+                                  for slot, value in flavors.items()})
 
     def key(self, slot):
         return self._keys[slot]
@@ -244,7 +244,8 @@ def instance_flavors(text):
     if isinstance(text, bytearray):
         text = bytes(text)
     return _INSTANCE_FLAVORS.get(
-        text, lambda: InstanceFlavors(flavor_obj.parse_instance_flavors(text)))
+        text, lambda: InstanceFlavors(
+            memo.frozen(flavor_obj.parse_instance_flavors(text))))
 
 
 def _spec_can_hold(spec, field, profile):
