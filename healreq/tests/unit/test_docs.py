@@ -31,6 +31,8 @@ import testtools
 from healreq.cmd import cli_reference
 from healreq.conf import opts as conf_opts
 from healreq import exception
+from healreq.heal import findings
+from healreq import metrics
 from healreq import releases
 from healreq.tests.unit import test_releases
 
@@ -39,15 +41,18 @@ _TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..',
 _DOC = os.path.join(_TOP, 'doc', 'source')
 
 
-def _load_tool(name):
+def _load(directory, name):
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(_TOP, 'tools', name + '.py'))
+        name, os.path.join(_TOP, directory, name + '.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-readme_releases = _load_tool('readme_releases')
+readme_releases = _load('tools', 'readme_releases')
+# The tables the documentation's Sphinx directives render, without Sphinx.
+doc_tables = _load(os.path.join('doc', 'source', '_exts'),
+                   'nova_heal_tables')
 
 
 def read(path):
@@ -437,3 +442,93 @@ class GeneratedPagesTest(testtools.TestCase):
                    if command.epilog}
         self.assertIn('exit codes:', epilogs.pop('request-specs'))
         self.assertEqual({'revert', 'apply'}, set(epilogs))
+
+
+class RenderedTablesTest(testtools.TestCase):
+    """The generated tables hold every fact they are generated from.
+
+    The Sphinx directives parse these lines in place; here they are
+    rendered without a documentation build.
+    """
+
+    @staticmethod
+    def first_cells(lines):
+        return [line[len('   * - '):] for line in lines
+                if line.startswith('   * - ')][1:]
+
+    def test_every_exit_code(self):
+        shown = set()
+        for which, meanings in doc_tables.EXIT_CODE_TABLES.items():
+            for actions in (False, True):
+                lines = doc_tables.exit_codes_lines(which, actions)
+                rows = self.first_cells(lines)
+                self.assertEqual(['%d' % code for code in meanings], rows)
+                shown.update(int(row) for row in rows)
+                self.assertIn('the most severe wins: %s.' % ', '.join(
+                    '%d' % code for code in exception.severity_order(
+                        meanings)), '\n'.join(lines))
+                for meaning in meanings.values():
+                    self.assertIn(doc_tables.markup(meaning.text),
+                                  '\n'.join(lines))
+        self.assertEqual({int(code) for code in exception.ExitCode}, shown)
+
+    def test_the_exit_code_role(self):
+        for code in exception.ExitCode:
+            self.assertEqual(int(code), doc_tables.exit_code(code.name))
+        self.assertRaises(KeyError, doc_tables.exit_code, 'HEALTHY')
+
+    def test_every_reason_code(self):
+        lines = doc_tables.reason_codes_lines()
+        rows = [line[len('   * - '):] for line in lines
+                if line.startswith('   * - ``')]
+        codes = [code for status in findings.Status
+                 for code in findings.REASONS.get(status, {})]
+        codes += list(findings.NOTES)
+        self.assertEqual(sorted('``%s``' % code for code in codes),
+                         sorted(rows))
+        for status in findings.REASONS:
+            for text in findings.REASONS[status].values():
+                self.assertIn('     - %s' % text, lines)
+        for title, code in (('Errors', exception.ExitCode.NEEDS_ATTENTION),
+                            ('Conflicts', exception.ExitCode.CONFLICT)):
+            self.assertIn('.. rubric:: %s (exit code %d, nothing written)'
+                          % (title, code), lines)
+
+    def test_every_release(self):
+        tested = {releases.LATEST.series: ['  the compat tests']}
+        supported = doc_tables.supported_releases_lines(tested)
+        rules = doc_tables.release_rules_lines()
+        for lines in (supported, rules):
+            self.assertEqual(
+                [release.series for release in releases.RELEASES],
+                [cell.split()[0] for cell in self.first_cells(lines)])
+        text = '\n'.join(supported)
+        for release in releases.RELEASES:
+            self.assertIn('``upper-constraints-%s.txt``'
+                          % release.constraints, text)
+            self.assertIn('%d (%s)' % (release.nova, release.nova_point),
+                          text)
+        self.assertIn('the compat tests', text)
+
+    def test_every_metric(self):
+        lines = doc_tables.metrics_lines()
+        rows = self.first_cells(lines)
+        names = [name for name, _, _ in doc_tables.describe_metrics(
+            doc_tables.sample_metrics())]
+        self.assertEqual(['``%s``' % name for name in names], rows)
+        for counter in metrics._COUNTERS:
+            self.assertIn('``nova_heal_request_specs_%s``' % counter[0],
+                          rows)
+
+    def test_every_option(self):
+        parser = cli_reference.build_parser()
+        parts = {part: '\n'.join(doc_tables.cli_lines(part))
+                 for part in doc_tables.CLI_PARTS}
+        for path, command in cli_reference.walk(parser):
+            text = parts['commands'] if path else parts['global-options']
+            for action in cli_reference.documented_actions(command):
+                for option in action.option_strings:
+                    self.assertIn(option, text)
+            if path and not list(cli_reference.subcommands(command)):
+                self.assertIn('nova-heal %s' % ' '.join(path), text)
+                self.assertIn(' '.join(path), parts['synopsis'])
