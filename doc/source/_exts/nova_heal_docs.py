@@ -20,7 +20,7 @@ tables).
     ``synopsis``, ``global-options`` or ``commands``: generated from the
     argparse parser of ``nova-heal`` (healreq.cmd.cli_reference).
 ``nova-heal-reason-codes``
-    Every reason code and note the engine can emit, with its meaning.
+    Every reason code and note a run can emit, with its meaning.
 ``nova-heal-metrics``
     Every metric ``--metrics-file`` writes, with its labels and help.
 ``nova-heal-exit-codes``
