@@ -18,7 +18,10 @@ Exit codes and their meanings (healreq.exception), the supported releases
 (the parser and healreq.conf) are written in the code; the documentation
 renders them with its Sphinx directives. These tests fail when the
 README or a documentation source writes one of them out by hand again,
-and when the pages that must render them stop doing so.
+when a string of the code writes an exit code's number instead of taking
+it from ExitCode, and when the pages that must render them stop doing
+so; they render the generated tables without Sphinx and check that each
+holds every fact it is generated from.
 """
 
 import ast
