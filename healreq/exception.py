@@ -64,7 +64,7 @@ MEANINGS = {
     ExitCode.HEALED: Meaning(
         'drift found and healed (with --dry-run: found, would be healed)',
         'After a dry run: review, then heal. After a heal: verify with a '
-        'dry run (exit 4).'),
+        'dry run (exit %d).' % ExitCode.NOTHING_TO_HEAL),
     ExitCode.MAX_COUNT_REACHED: Meaning(
         '--max-count reached and more instances remain to be processed',
         'Run again with the same options.'),

@@ -51,14 +51,16 @@ def exit_codes_help(meanings, *notes):
 
 _JSON_ON_EVERY_EXIT = (
     'With --format json, stdout carries one JSON document on every exit '
-    'code: for 127, 255 and errors that end the run, {"error": '
-    '{"exit_code": N, "message": "..."}}.')
+    'code: for %d, %d and errors that end the run, {"error": '
+    '{"exit_code": N, "message": "..."}}.' % (
+        exception.ExitCode.INVALID_INPUT,
+        exception.ExitCode.UNEXPECTED_ERROR))
 
 EXIT_CODES_HELP = exit_codes_help(exception.MEANINGS, _JSON_ON_EVERY_EXIT)
 REPLAY_EXIT_CODES_HELP = exit_codes_help(
     exception.REPLAY_MEANINGS,
     'Without --dry-run, an apply or revert that writes nothing never exits '
-    '0.', _JSON_ON_EVERY_EXIT)
+    '%d.' % exception.ExitCode.HEALED, _JSON_ON_EVERY_EXIT)
 
 
 class HelpFormatter(argparse.HelpFormatter):

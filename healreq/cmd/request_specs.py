@@ -67,9 +67,10 @@ def _add_selection_options(parser):
     parser.add_argument('--max-count', metavar='N',
                         type=common.bounded_int(1, MAX_COUNT_LIMIT),
                         help='Stop after N instances were healed (or would '
-                             'be, with --dry-run); exit 1 if more remain. '
-                             'N is %s.' % common.range_text(
-                                 1, MAX_COUNT_LIMIT))
+                             'be, with --dry-run); exit %d if more remain. '
+                             'N is %s.' % (
+                                 exception.ExitCode.MAX_COUNT_REACHED,
+                                 common.range_text(1, MAX_COUNT_LIMIT)))
     parser.add_argument('--batch-size', metavar='N',
                         type=common.bounded_int(1, BATCH_SIZE_LIMIT),
                         help='Instances read per query, %s (default: '
@@ -134,9 +135,9 @@ def _add_pacing_options(parser):
                              '%s).' % common.range_text(MIN_RATE, MAX_RATE))
 
 
-_NOT_OVER = ('Refused (exit 127) if it would replace the audit store or a '
+_NOT_OVER = ('Refused (exit %d) if it would replace the audit store or a '
              'file named after it, a configuration file in use or a '
-             'Nova SQLite database.')
+             'Nova SQLite database.' % exception.ExitCode.INVALID_INPUT)
 
 
 def _add_output_options(parser):

@@ -45,9 +45,9 @@ healreq_opts = [
                     'session holds on a MySQL/MariaDB row or table, '
                     'instead of the server\'s innodb_lock_wait_timeout '
                     '(50) and lock_wait_timeout (a year). A request spec '
-                    'locked longer is reported as a conflict (exit 3) and '
-                    'left alone; a cell whose tables stay locked is '
-                    'reported as locked (exit 2).'),
+                    'locked longer is reported as a conflict (spec-locked) '
+                    'and left alone; a cell whose tables stay locked needs '
+                    'attention and is reported as locked.'),
     cfg.IntOpt('skip_updated_within',
                default=60,
                min=0,

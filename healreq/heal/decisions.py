@@ -110,7 +110,7 @@ class _Decided(Exception):
 def parse_spec(record):
     """Parse the record's spec row and keep the result on the record.
 
-    The engine does this once per batch; ``evaluate`` then reuses it.
+    A run does this once per batch; ``evaluate`` then reuses it.
     Returns the parsed spec, or None if there is none or it is unusable.
     """
     if (record.spec is None and record.spec_error is None

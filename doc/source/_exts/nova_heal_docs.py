@@ -12,11 +12,15 @@
 
 """Sphinx directives that render reference text from the code itself.
 
+The directives parse in place the lines that nova_heal_tables.py renders
+(it imports nothing of Sphinx, so that unit tests render the same
+tables).
+
 ``nova-heal-cli``
     ``synopsis``, ``global-options`` or ``commands``: generated from the
     argparse parser of ``nova-heal`` (healreq.cmd.cli_reference).
 ``nova-heal-reason-codes``
-    Every reason code and note the engine can emit, with its meaning.
+    Every reason code and note a run can emit, with its meaning.
 ``nova-heal-metrics``
     Every metric ``--metrics-file`` writes, with its labels and help.
 ``nova-heal-exit-codes``
@@ -33,36 +37,22 @@
     deliberate difference from Nova, grouped under the releases it applies
     to (healreq.tests.compat.deliberate, which the differential tests
     use); every name must be described, and only those.
+
+The role ``:exit-code:`NAME``` writes the number of ``ExitCode.NAME``,
+linked to the operator guide's exit-code table, so that prose names an
+exit code without writing its number by hand.
 """
 
-import os
-import re
-import tempfile
-
+from docutils import nodes
 from docutils.parsers.rst import directives as sphinx_directives
 from docutils import statemachine
+from sphinx import addnodes
 from sphinx.util import docutils as sphinx_docutils
 from sphinx.util import nodes as sphinx_nodes
 
-from healreq.cmd import cli_reference
-from healreq import exception
-from healreq.heal import findings
-from healreq import metrics
 from healreq import releases
 from healreq.tests.compat import deliberate
-
-_CLI_PARTS = {
-    'synopsis': cli_reference.synopsis_lines,
-    'global-options': cli_reference.global_options_lines,
-    'commands': cli_reference.commands_lines,
-}
-
-_STATUS_TITLES = (
-    (findings.Status.DRIFTED, 'Drift (status drifted or healed)'),
-    (findings.Status.SKIPPED, 'Skipped (nothing written)'),
-    (findings.Status.ERROR, 'Errors (exit code 2, nothing written)'),
-    (findings.Status.CONFLICT, 'Conflicts (exit code 3, nothing written)'),
-)
+import nova_heal_tables as tables
 
 
 class _Generated(sphinx_docutils.SphinxDirective):
@@ -82,111 +72,20 @@ class CliDirective(_Generated):
 
     def run(self):
         part = self.arguments[0]
-        if part not in _CLI_PARTS:
+        if part not in tables.CLI_PARTS:
             raise self.error('unknown part %r; one of %s'
-                             % (part, ', '.join(sorted(_CLI_PARTS))))
-        return self.render(_CLI_PARTS[part](cli_reference.build_parser()))
-
-
-def _table(header, rows, widths=None):
-    """A list-table of ``header`` and ``rows`` (tuples of cell text)."""
-    widths = widths or ((30, 70) if len(header) == 2 else
-                        (100 // len(header),) * len(header))
-    lines = ['.. list-table::', '   :header-rows: 1',
-             '   :widths: %s' % ' '.join(str(w) for w in widths), '']
-    for row in [header] + list(rows):
-        lines.append('   * - %s' % row[0])
-        lines += ['     - %s' % cell for cell in row[1:]]
-    return lines + ['']
-
-
-def _rubric(title):
-    return ['.. rubric:: %s' % title, '']
+                             % (part, ', '.join(sorted(tables.CLI_PARTS))))
+        return self.render(tables.cli_lines(part))
 
 
 class ReasonCodesDirective(_Generated):
     def run(self):
-        lines = []
-        for status, title in _STATUS_TITLES:
-            lines += _rubric(title)
-            lines += _table(('code', 'meaning'), (
-                ('``%s``' % code, text)
-                for code, text in findings.REASONS[status].items()))
-        lines += _rubric('Notes (informational)')
-        lines += _table(('code', 'meaning'), (
-            ('``%s``' % code, text)
-            for code, text in findings.NOTES.items()))
-        return self.render(lines)
-
-
-def sample_metrics():
-    """The metrics file of a small dry run with drift, as written."""
-    cell = findings.CellReport(uuid='CELL_UUID', name='cell1', checked=1,
-                               drifted=1)
-    report = findings.RunReport(dry_run=True, cells=[cell], findings=[
-        findings.Finding('INSTANCE_UUID', 'CELL_UUID',
-                         findings.Status.DRIFTED, 'spec-drift',
-                         changes=[findings.FieldChange('flavor', 'a', 'b')])])
-    text = metrics.render(report, 0, 1.0, 0, True)
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, 'nova_heal.prom')
-        metrics.write(path, text, success_timestamp=0)
-        with open(path) as handle:
-            return handle.read()
-
-
-def describe_metrics(text):
-    """``[(name, labels, help)]`` of a metrics file's text."""
-    helps, labels = {}, {}
-    for line in text.splitlines():
-        if line.startswith('# HELP '):
-            name, _, help_text = line[len('# HELP '):].partition(' ')
-            helps[name] = help_text
-            labels.setdefault(name, [])
-        elif line and not line.startswith('#'):
-            name, _, rest = line.partition('{')
-            name = name.split()[0]
-            if rest:
-                found = [pair.split('=')[0]
-                         for pair in rest.split('}')[0].split(',')]
-                labels[name] = found
-    return [(name, labels[name], helps[name]) for name in helps]
-
-
-def _metric_row(name, labels, help_text):
-    named = ', '.join('``%s``' % label for label in labels)
-    return ('``%s``' % name,
-            help_text + (' Labels: %s.' % named if named else ''))
+        return self.render(tables.reason_codes_lines())
 
 
 class MetricsDirective(_Generated):
     def run(self):
-        return self.render(_table(('metric (gauge)', 'meaning'), (
-            _metric_row(*metric)
-            for metric in describe_metrics(sample_metrics()))))
-
-
-_REASON_CODES = sorted(
-    [code for reasons in findings.REASONS.values() for code in reasons]
-    + list(findings.NOTES), key=len, reverse=True)
-_MARKED_UP = re.compile(
-    r'(?<![\w-])(--[a-z][a-z-]*|\w+_\w+|%s)(?![\w-])'
-    % '|'.join(re.escape(code) for code in _REASON_CODES))
-
-
-def markup(text):
-    """reStructuredText of plain ``text``, options and codes as literals.
-
-    Options, reason codes and identifiers (``spec_id``) become literals;
-    everything else stays as it is.
-    """
-    return _MARKED_UP.sub(r'``\1``', cli_reference.escape(text))
-
-
-_EXIT_CODE_TABLES = {
-    'request-specs': exception.MEANINGS,
-    'revert-apply': exception.REPLAY_MEANINGS,
-}
+        return self.render(tables.metrics_lines())
 
 
 class ExitCodesDirective(_Generated):
@@ -195,22 +94,29 @@ class ExitCodesDirective(_Generated):
 
     def run(self):
         which = self.arguments[0] if self.arguments else 'request-specs'
-        if which not in _EXIT_CODE_TABLES:
+        if which not in tables.EXIT_CODE_TABLES:
             raise self.error('unknown table %r; one of %s' % (
-                which, ', '.join(sorted(_EXIT_CODE_TABLES))))
-        meanings = _EXIT_CODE_TABLES[which]
-        if 'actions' in self.options:
-            lines = _table(('code', 'meaning', 'what to do'), (
-                ('%d' % code, markup(m.text), markup(m.action))
-                for code, m in meanings.items()), widths=(8, 46, 46))
-        else:
-            lines = _table(('code', 'meaning'), (
-                ('%d' % code, markup(m.text))
-                for code, m in meanings.items()), widths=(10, 90))
-        order = exception.severity_order(meanings)
-        lines += ['When several apply, the most severe wins: %s.'
-                  % ', '.join('%d' % code for code in order), '']
-        return self.render(lines)
+                which, ', '.join(sorted(tables.EXIT_CODE_TABLES))))
+        return self.render(tables.exit_codes_lines(
+            which, actions='actions' in self.options))
+
+
+class ExitCodeRole(sphinx_docutils.SphinxRole):
+    """The number of an ExitCode member, linked to the exit-code table."""
+
+    def run(self):
+        try:
+            number = tables.exit_code(self.text)
+        except KeyError:
+            message = self.inliner.reporter.error(
+                'not an exit code: %r' % self.text, line=self.lineno)
+            return [self.inliner.problematic(self.rawtext, self.rawtext,
+                                             message)], [message]
+        reference = addnodes.pending_xref(
+            self.rawtext, nodes.inline(self.rawtext, '%d' % number),
+            refdomain='std', reftype='ref', reftarget='exit-codes',
+            refexplicit=True, refwarn=True)
+        return [reference], []
 
 
 def definitions(directive):
@@ -242,49 +148,6 @@ def _dedent(lines):
     return [line[cut:] for line in lines]
 
 
-def _pythons(release):
-    oldest, newest = release.pythons
-    return oldest if oldest == newest else '%s - %s' % (oldest, newest)
-
-
-def _release_name(release):
-    name = '%s %s' % (release.series, release.codename.capitalize())
-    return name + (' (master)' if release.constraints == 'master' else '')
-
-
-def _supported_rows(tested):
-    for release in releases.RELEASES:
-        how = ['resolution on %s' % release.pythons[-1]]
-        how += [' '.join(line.strip() for line in tested.get(
-            release.series, []) if line.strip())]
-        yield (_release_name(release),
-               '%d (%s)' % (release.nova, release.nova_point),
-               _pythons(release),
-               '``upper-constraints-%s.txt``' % release.constraints,
-               '; '.join(part for part in how if part))
-
-
-_PAGE_UNITS = {'KMGT': 'K to T', 'KMGTPEZYRQ': 'K to Q'}
-_LEGACY_CELLS = {
-    (releases.VICTORIA,): 'Victoria\'s rule',
-    (releases.VICTORIA, releases.CURRENT):
-        'either, by point release',
-    (releases.CURRENT,): 'bug 2097360 fix',
-}
-
-
-def _rules_rows():
-    for release in releases.RELEASES:
-        yield (_release_name(release), '%d' % release.service_version,
-               '``%s``' % release.api_schema_head,
-               release.newest_text('RequestSpec'),
-               release.newest_text('ImageMetaProps'),
-               _PAGE_UNITS[release.page_size_prefixes],
-               release.version_predicates,
-               'yes' if release.numa_checks_memory_encryption else 'no',
-               _LEGACY_CELLS[release.legacy_cell_rules])
-
-
 class ReleasesDirective(_Generated):
     required_arguments = 1
     has_content = True
@@ -292,12 +155,7 @@ class ReleasesDirective(_Generated):
     def run(self):
         which = self.arguments[0]
         if which == 'rules':
-            return self.render(_table(
-                ('release', 'service version', 'API schema head',
-                 'RequestSpec', 'ImageMetaProps', 'page-size units',
-                 'version predicates', 'checks memory encryption',
-                 'legacy NUMA cells'), _rules_rows(),
-                widths=(14, 8, 13, 12, 14, 9, 11, 10, 11)))
+            return self.render(tables.release_rules_lines())
         if which != 'supported':
             raise self.error('unknown table %r; one of rules, supported'
                              % which)
@@ -306,10 +164,7 @@ class ReleasesDirective(_Generated):
         if unknown:
             raise self.error('not a supported release: %s'
                              % ', '.join(sorted(unknown)))
-        return self.render(_table(
-            ('release', 'Nova', 'Python', 'constraints file',
-             'tested in CI, every run'), _supported_rows(tested),
-            widths=(14, 12, 10, 24, 40)))
+        return self.render(tables.supported_releases_lines(tested))
 
 
 def _release_list(series):
@@ -340,7 +195,7 @@ class DeliberateDifferencesDirective(_Generated):
         for name in names:
             groups.setdefault(deliberate.APPLIES[name], []).append(name)
         for series, group in groups.items():
-            lines += _rubric(_release_list(series))
+            lines += tables.rubric(_release_list(series))
             for name in group:
                 lines += ['``%s``' % name] + [
                     '    ' + line if line.strip() else ''
@@ -356,4 +211,5 @@ def setup(app):
     app.add_directive('nova-heal-releases', ReleasesDirective)
     app.add_directive('nova-heal-deliberate-differences',
                       DeliberateDifferencesDirective)
+    app.add_role('exit-code', ExitCodeRole())
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

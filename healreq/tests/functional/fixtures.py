@@ -91,7 +91,7 @@ class DeploymentTestCase(deployments.DeploymentRows,
             self.fail('stdout is not one JSON document (%s): %r\n%s'
                       % (exc, result.stdout, result.stderr))
 
-    def run_engine(self, clock=None, **options):
+    def run_in_process(self, clock=None, **options):
         """Run request-specs in-process through the API, as the CLI does.
 
         Returns the RunReport. ``clock`` replaces the run's clock.
@@ -121,9 +121,9 @@ def utcnow():
 
 
 class ActingClock(object):
-    """An Engine clock that runs ``action`` once, on call ``on_call``.
+    """A run's clock that runs ``action`` once, on call ``on_call``.
 
-    The engine reads its clock once per batch right after reading the
+    The walker reads the clock once per batch right after reading the
     batch (call 1), then for each drifted instance after re-reading it
     (call 2, right before the write) and for the write's updated_at.
     """

@@ -12,7 +12,7 @@
 
 """Changes made by Nova between our read and our write win.
 
-The engine runs in-process with a clock that makes a concurrent change
+request-specs runs in-process with a clock that makes a concurrent change
 through a separate connection at the right moment (see ActingClock).
 """
 
@@ -34,10 +34,10 @@ BEFORE_WRITE = 2
 class ConcurrencyTest(fixtures.DeploymentTestCase):
 
     def race(self, uuid, action, on_call, **options):
-        """Run the engine on ``uuid`` with ``action`` racing it."""
+        """Run request-specs on ``uuid`` with ``action`` racing it."""
         clock = fixtures.ActingClock(action, on_call)
         options.setdefault('instance_uuid', uuid)
-        report = self.run_engine(clock=clock, **options)
+        report = self.run_in_process(clock=clock, **options)
         self.assertTrue(clock.fired, 'the concurrent change never ran')
         return report
 

@@ -250,7 +250,7 @@ class ExitCodeTest(fixtures.DeploymentTestCase):
         clock = fixtures.ActingClock(
             lambda: self.deployment.set_spec(raced, '{"changed": 1}'),
             on_call=2)
-        report = self.run_engine(clock=clock, cell_uuid=self.cell1.uuid)
+        report = self.run_in_process(clock=clock, cell_uuid=self.cell1.uuid)
         self.assertTrue(clock.fired)
         self.assertEqual(['error', 'conflict'],
                          [f.status.value for f in report.findings])

@@ -162,7 +162,7 @@ def learnt_versions(document):
         base = json.loads(corpus.base().texts[corpus.SPEC])
         clean, fed = _profile(base), _profile(base, parsed.document)
     except (ValueError, RecursionError):
-        return []  # the oracle says what the engine does with it
+        return []  # the oracle says what a run does with it
     return sorted(name for name in primitive.NEWEST
                   if clean.version(name) != fed.version(name))
 

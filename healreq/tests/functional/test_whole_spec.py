@@ -397,7 +397,7 @@ class MissingSpecTest(_WholeSpecCase):
                     instance_uuid=self.missing, spec=text))
         # Call 2: after the re-read, right before the write.
         clock = fixtures.ActingClock(insert, 2)
-        report = self.run_engine(clock=clock, settings=self.settings(
+        report = self.run_in_process(clock=clock, settings=self.settings(
             create_missing=True))
         self.assertTrue(clock.fired)
         self.assertEqual(exception.ExitCode.CONFLICT,

@@ -142,8 +142,8 @@ def _base_spec_document():
     return json.loads(corpus.base().texts[corpus.SPEC])
 
 
-def engine_steps(record):
-    """What the engine does with one record of a batch.
+def record_steps(record):
+    """What a run does with one record of a batch.
 
     It parses the spec and learns its object versions (with those of the
     batch's other, healthy specs), then evaluates the record.
@@ -158,7 +158,7 @@ def engine_steps(record):
 
 
 def evaluate_document(document, uuid=corpus.INSTANCE_UUID):
-    """Evaluate the base instance holding ``document``, as the engine does.
+    """Evaluate the base instance holding ``document``, as a run does.
 
     Returns ``(evaluation, exception)``; only usable inside
     ``guard.guarded_pass``.
@@ -166,7 +166,7 @@ def evaluate_document(document, uuid=corpus.INSTANCE_UUID):
     record = corpus.build_record(document.category, document.value,
                                  null_mirrors=document.null_mirrors,
                                  uuid=uuid)
-    return guard.call(engine_steps, record)
+    return guard.call(record_steps, record)
 
 
 PrimitiveError = primitive.PrimitiveError
@@ -313,7 +313,7 @@ def _check_convergence(document, evaluation, outcome):
     record = corpus.build_record(document.category, document.value,
                                  null_mirrors=document.null_mirrors)
     record.spec_row['spec'] = evaluation.new_spec
-    again, exc = guard.call(engine_steps, record)
+    again, exc = guard.call(record_steps, record)
     if exc is not None:
         outcome.fail(outcome.not_converging, 'evaluating the healed spec '
                      'raised %s at %s' % (type(exc).__name__,

@@ -18,9 +18,13 @@ Exit codes and their meanings (healreq.exception), the supported releases
 (the parser and healreq.conf) are written in the code; the documentation
 renders them with its Sphinx directives. These tests fail when the
 README or a documentation source writes one of them out by hand again,
-and when the pages that must render them stop doing so.
+when a string of the code writes an exit code's number instead of taking
+it from ExitCode, and when the pages that must render them stop doing
+so; they render the generated tables without Sphinx and check that each
+holds every fact it is generated from.
 """
 
+import ast
 import glob
 import importlib.util
 import os
@@ -31,6 +35,8 @@ import testtools
 from healreq.cmd import cli_reference
 from healreq.conf import opts as conf_opts
 from healreq import exception
+from healreq.heal import findings
+from healreq import metrics
 from healreq import releases
 from healreq.tests.unit import test_releases
 
@@ -39,15 +45,18 @@ _TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..',
 _DOC = os.path.join(_TOP, 'doc', 'source')
 
 
-def _load_tool(name):
+def _load(directory, name):
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(_TOP, 'tools', name + '.py'))
+        name, os.path.join(_TOP, directory, name + '.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-readme_releases = _load_tool('readme_releases')
+readme_releases = _load('tools', 'readme_releases')
+# The tables the documentation's Sphinx directives render, without Sphinx.
+doc_tables = _load(os.path.join('doc', 'source', '_exts'),
+                   'nova_heal_tables')
 
 
 def read(path):
@@ -255,20 +264,121 @@ def _in_paragraphs(lines):
                           % ', '.join(sorted(named)))
 
 
+# An exit code written as a number in prose: "exit 127", "exits 0",
+# "exit codes 1, 4 and 255", "exit code 0 or 4", "the exit code is the
+# store's (2)". Prose names an exit code with the :exit-code: role, which
+# renders its number from ExitCode, or in words.
+_NUMBERS = r'(\d{1,3}(?:(?:\s*,\s*|\s+(?:and|or|to)\s+)\d{1,3})*)'
+_EXIT_WORD = r'\bexit(?:s|ed|ing)?(?:\s+(?:code|status)(?:es|s)?)?'
+_NUMBERED_EXIT = (
+    re.compile(_EXIT_WORD + r'\s*(?:\(|:\s*)?' + _NUMBERS + r'\b', re.I),
+    re.compile(r'\bexit\s+(?:code|status)(?:es|s)?\b[^.;()]{0,60}\('
+               + _NUMBERS + r'\)', re.I),
+)
+
+
+def numbered_exit_codes(text):
+    """The exit codes ``text`` writes as numbers after an exit-code word."""
+    found = set()
+    for pattern in _NUMBERED_EXIT:
+        for match in pattern.finditer(' '.join(text.split())):
+            found.update(int(number) for number in re.findall(
+                r'\d+', match.group(1)) if int(number) in _EXIT_CODES)
+    return found
+
+
+def without_literal_blocks(lines):
+    """``lines`` without the content of literal blocks.
+
+    Those quote commands and their output, which the tests compare with
+    the real output; what they hold is not prose.
+    """
+    kept, inside = [], None
+    previous = ''
+    for number, line in lines:
+        indent = len(line) - len(line.lstrip())
+        if inside is not None:
+            if not line.strip() or indent > inside:
+                continue
+            inside = None
+        if line.strip() and (line.rstrip().endswith('::') or re.match(
+                r'\s*\.\. (code-block|code|parsed-literal)::', line)):
+            inside = indent
+            if line.strip() == '::' and previous.strip():
+                inside = len(previous) - len(previous.lstrip())
+        kept.append((number, line))
+        previous = line
+    return kept
+
+
+def _numbered_in_prose(lines):
+    for paragraph in _paragraphs(without_literal_blocks(lines)):
+        joined = ' '.join(line for _, line in paragraph)
+        codes = numbered_exit_codes(_plain(joined).replace('**', ''))
+        if codes:
+            yield paragraph[0][0], ('exit codes %s written as numbers'
+                                    % sorted(codes))
+
+
 def hand_written(text):
     """``[(line, problem)]``: generated facts written by hand in ``text``.
 
     Looks outside the generating directives for tables, definition lists
     and lines keyed by exit codes, releases or options, usage synopses,
-    option directives, exit-code meanings, the order of severity, and
-    paragraphs that list several exit codes or releases.
+    option directives, exit-code meanings, the order of severity,
+    paragraphs that list several exit codes or releases, and exit codes
+    written as numbers in prose (literal blocks aside).
     """
     lines = without_generated(text)
     found = set()
     for scan in (_in_tables, _in_definition_lists, _in_lines,
-                 _in_paragraphs):
+                 _in_paragraphs, _numbered_in_prose):
         found.update(scan(lines))
     return sorted(found)
+
+
+def _docstrings(tree):
+    """The docstring nodes of ``tree``'s module, classes and functions."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(
+                    first.value, ast.Constant):
+                yield first.value
+
+
+def hand_written_in_code(source):
+    """``[(line, problem)]``: exit codes written as numbers in strings.
+
+    The strings of ``source`` (Python) that users read (help texts,
+    messages; docstrings and comments aside) derive an exit code's number
+    from ExitCode, as in ``'exit %d' % ExitCode.CONFLICT``.
+    """
+    tree = ast.parse(source)
+    docstrings = {id(node) for node in _docstrings(tree)}
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings):
+            codes = numbered_exit_codes(node.value)
+            if codes:
+                found.append((node.lineno, 'exit codes %s written as '
+                              'numbers in a string' % sorted(codes)))
+    return sorted(found)
+
+
+def code_sources():
+    """The package's modules (tests aside) and the Sphinx extensions.
+
+    Paths relative to the top of the tree.
+    """
+    paths = glob.glob(os.path.join(_TOP, 'healreq', '**', '*.py'),
+                      recursive=True)
+    paths += glob.glob(os.path.join(_DOC, '_exts', '*.py'))
+    tests = os.path.join(_TOP, 'healreq', 'tests', '')
+    return sorted(os.path.relpath(path, _TOP) for path in paths
+                  if not path.startswith(tests))
 
 
 class WrittenOnceTest(testtools.TestCase):
@@ -279,6 +389,21 @@ class WrittenOnceTest(testtools.TestCase):
                  for path in doc_sources()
                  for number, problem in hand_written(read(path))]
         self.assertEqual([], found)
+
+    def test_no_string_in_the_code_writes_an_exit_code_number(self):
+        found = ['%s:%d: %s' % (path, number, problem)
+                 for path in code_sources()
+                 for number, problem in hand_written_in_code(read(path))]
+        self.assertEqual([], found)
+
+    def test_the_scanned_code(self):
+        sources = code_sources()
+        for module in ('healreq/cmd/request_specs.py',
+                       'healreq/conf/healreq.py', 'healreq/exception.py',
+                       'doc/source/_exts/nova_heal_tables.py'):
+            self.assertIn(module, sources)
+        self.assertFalse([path for path in sources
+                          if path.startswith('healreq/tests/')])
 
     def test_the_scanned_sources(self):
         sources = doc_sources()
@@ -349,6 +474,53 @@ class ScannerTest(testtools.TestCase):
         self.assertFound('Exit 4 means nothing to heal: every checked '
                          'instance is consistent.', 'exit-code meaning')
 
+    def test_exit_codes_written_as_numbers(self):
+        for text in (
+                'A cloud in mid-upgrade is not written to (exit 127).',
+                'SIGHUP (a dropped ssh session, exit 129) ends a run.',
+                'A dry run now exits 4, or reports new drift.',
+                'A dry run now\n``exits``\n``4``.',
+                '* SIGINT (Ctrl-C): exit code 130;\n',
+                '**A dry run that finds drift exits 0, not 4.**',
+                'The exit codes 1, 4, 127 and 255 mean the same.',
+                'Runs that end with exit\n  code 0 or 4 count.',
+                'Exit codes 0 (drift found) and 4 are successful jobs.',
+                "The exit code is the store's (2).",
+                'The exit status: 2 when a cell fails.',
+                '6. **Verify**: a dry run now exits 4.\n'):
+            self.assertFound(text, 'written as numbers')
+
+    def test_exit_codes_in_literal_blocks_are_output(self):
+        self.assertEqual([], hand_written(
+            'Its output looks like this::\n\n'
+            '    Exit code 0 (drift found).\n\n'
+            '.. code-block:: console\n\n'
+            '   $ nova-heal request-specs; echo exit $?\n'
+            '   exit 4\n\n'
+            'Then it exits :exit-code:`NOTHING_TO_HEAL`.\n'))
+        self.assertFound('Its output looks like this::\n\n'
+                         '    Exit code 0 (drift found).\n\n'
+                         'So it exits 0.\n', 'written as numbers')
+
+    def test_exit_codes_written_as_numbers_in_code(self):
+        source = (
+            '"""Exits 127 on a bad option (a docstring)."""\n'
+            'from healreq import exception\n'
+            '# exit 1 (a comment)\n'
+            'HELP = ("Refused (exit %d) if it replaces the store."\n'
+            '        % exception.ExitCode.INVALID_INPUT)\n'
+            'def add(parser):\n'
+            '    """Exit 2 (a docstring)."""\n'
+            '    parser.add_argument("--max-count",\n'
+            '                        help="Stop at N; exit 1 if more "\n'
+            '                             "remain.")\n'
+            'OPT = cfg.IntOpt("lock_wait_timeout", help="A conflict "\n'
+            '                 "(exit 3).")\n')
+        self.assertEqual(
+            [(9, 'exit codes [1] written as numbers in a string'),
+             (11, 'exit codes [3] written as numbers in a string')],
+            hand_written_in_code(source))
+
     def test_release_tables(self):
         self.assertFound('=====  ====\nrelease  Nova\n=====  ====\n'
                          'zed (2022.2)  26.3.0\n=====  ====\n',
@@ -381,8 +553,10 @@ class ScannerTest(testtools.TestCase):
             '.. nova-heal-releases:: supported\n\n   2022.2\n'
             '      unit tests on 3.10\n   2024.1\n      nova 29.4.0\n\n'
             '.. nova-heal-exit-codes:: request-specs\n\n'
-            'A dry run that finds drift exits 0, one that finds none 4;\n'
-            'see the exit codes. Zed (2022.2) to 2026.2 are supported.\n\n'
+            'A dry run that finds drift exits :exit-code:`HEALED`, one\n'
+            'that finds none :exit-code:`NOTHING_TO_HEAL`; see the exit\n'
+            'codes. Zed (2022.2) to 2026.2 are supported. It exits as a\n'
+            'heal does; for heal_allocations, 2 means no compute node.\n\n'
             '1. **Dry run.** Run it with ``--dry-run``.\n'
             '2. **Heal.**\n\n'
             '::\n\n    17 3 * * *  nova nova-heal request-specs --quiet\n'
@@ -437,3 +611,93 @@ class GeneratedPagesTest(testtools.TestCase):
                    if command.epilog}
         self.assertIn('exit codes:', epilogs.pop('request-specs'))
         self.assertEqual({'revert', 'apply'}, set(epilogs))
+
+
+class RenderedTablesTest(testtools.TestCase):
+    """The generated tables hold every fact they are generated from.
+
+    The Sphinx directives parse these lines in place; here they are
+    rendered without a documentation build.
+    """
+
+    @staticmethod
+    def first_cells(lines):
+        return [line[len('   * - '):] for line in lines
+                if line.startswith('   * - ')][1:]
+
+    def test_every_exit_code(self):
+        shown = set()
+        for which, meanings in doc_tables.EXIT_CODE_TABLES.items():
+            for actions in (False, True):
+                lines = doc_tables.exit_codes_lines(which, actions)
+                rows = self.first_cells(lines)
+                self.assertEqual(['%d' % code for code in meanings], rows)
+                shown.update(int(row) for row in rows)
+                self.assertIn('the most severe wins: %s.' % ', '.join(
+                    '%d' % code for code in exception.severity_order(
+                        meanings)), '\n'.join(lines))
+                for meaning in meanings.values():
+                    self.assertIn(doc_tables.markup(meaning.text),
+                                  '\n'.join(lines))
+        self.assertEqual({int(code) for code in exception.ExitCode}, shown)
+
+    def test_the_exit_code_role(self):
+        for code in exception.ExitCode:
+            self.assertEqual(int(code), doc_tables.exit_code(code.name))
+        self.assertRaises(KeyError, doc_tables.exit_code, 'HEALTHY')
+
+    def test_every_reason_code(self):
+        lines = doc_tables.reason_codes_lines()
+        rows = [line[len('   * - '):] for line in lines
+                if line.startswith('   * - ``')]
+        codes = [code for status in findings.Status
+                 for code in findings.REASONS.get(status, {})]
+        codes += list(findings.NOTES)
+        self.assertEqual(sorted('``%s``' % code for code in codes),
+                         sorted(rows))
+        for status in findings.REASONS:
+            for text in findings.REASONS[status].values():
+                self.assertIn('     - %s' % text, lines)
+        for title, code in (('Errors', exception.ExitCode.NEEDS_ATTENTION),
+                            ('Conflicts', exception.ExitCode.CONFLICT)):
+            self.assertIn('.. rubric:: %s (exit code %d, nothing written)'
+                          % (title, code), lines)
+
+    def test_every_release(self):
+        tested = {releases.LATEST.series: ['  the compat tests']}
+        supported = doc_tables.supported_releases_lines(tested)
+        rules = doc_tables.release_rules_lines()
+        for lines in (supported, rules):
+            self.assertEqual(
+                [release.series for release in releases.RELEASES],
+                [cell.split()[0] for cell in self.first_cells(lines)])
+        text = '\n'.join(supported)
+        for release in releases.RELEASES:
+            self.assertIn('``upper-constraints-%s.txt``'
+                          % release.constraints, text)
+            self.assertIn('%d (%s)' % (release.nova, release.nova_point),
+                          text)
+        self.assertIn('the compat tests', text)
+
+    def test_every_metric(self):
+        lines = doc_tables.metrics_lines()
+        rows = self.first_cells(lines)
+        names = [name for name, _, _ in doc_tables.describe_metrics(
+            doc_tables.sample_metrics())]
+        self.assertEqual(['``%s``' % name for name in names], rows)
+        for counter in metrics._COUNTERS:
+            self.assertIn('``nova_heal_request_specs_%s``' % counter[0],
+                          rows)
+
+    def test_every_option(self):
+        parser = cli_reference.build_parser()
+        parts = {part: '\n'.join(doc_tables.cli_lines(part))
+                 for part in doc_tables.CLI_PARTS}
+        for path, command in cli_reference.walk(parser):
+            text = parts['commands'] if path else parts['global-options']
+            for action in cli_reference.documented_actions(command):
+                for option in action.option_strings:
+                    self.assertIn(option, text)
+            if path and not list(cli_reference.subcommands(command)):
+                self.assertIn('nova-heal %s' % ' '.join(path), text)
+                self.assertIn(' '.join(path), parts['synopsis'])

@@ -12,34 +12,59 @@
 
 """The layers of doc/source/contributor/architecture.rst hold.
 
-Every module of the package (tests aside) imports only modules of lower
-layers, or of its own package within its layer: never upwards, never
-sideways into another package of the same layer.
+The layers are read from the diagram of that page, which is their only
+statement. Every module of the package (tests aside) imports only modules
+of lower layers, or of its own package within its layer: never upwards,
+never sideways into another package of the same layer.
 """
 
 import ast
 import os
+import re
 
 import testtools
 
 import healreq
 
-# Lowest first; each entry is one layer of packages or modules.
-LAYERS = (
-    ('healreq.masking',),
-    ('healreq.exception', 'healreq.version', 'healreq.clock',
-     'healreq.atomic_file', 'healreq.conf', 'healreq.memo'),
-    ('healreq.releases',),
-    ('healreq.objects', 'healreq.db'),
-    ('healreq.protected',),
-    ('healreq.audit',),
-    ('healreq.heal',),
-    ('healreq.metrics',),
-    ('healreq.api', 'healreq.testing'),
-    ('healreq.cmd',),
-    ('healreq.__main__',),
-)
 ROOT = os.path.dirname(healreq.__file__)
+ARCHITECTURE = os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                            'doc', 'source', 'contributor', 'architecture.rst')
+_ENTRY = re.compile(r'^    ([\w.]+/|[\w.]+\.py)(\s|$)')
+_SEPARATOR = re.compile(r'^    -+$')
+
+
+def diagram_layers(text):
+    """The layers of the page's diagram (its first literal block).
+
+    Lowest first; each a tuple of module or package names, as
+    ``healreq.heal`` for ``heal/`` and ``healreq.api`` for ``api.py``.
+    """
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith('::'))
+    layers, layer = [], []
+    for line in lines[start + 1:]:
+        if line and not line.startswith(' '):
+            break
+        if _SEPARATOR.match(line):
+            layers.append(tuple(layer))
+            layer = []
+            continue
+        entry = _ENTRY.match(line)
+        if entry:
+            name = entry.group(1)
+            name = name[:-1] if name.endswith('/') else name[:-len('.py')]
+            layer.append('healreq.' + name)
+    layers.append(tuple(layer))
+    return tuple(reversed(layers))
+
+
+def _read_layers():
+    with open(ARCHITECTURE) as handle:
+        return diagram_layers(handle.read())
+
+
+# Lowest first; each entry is one layer of packages or modules.
+LAYERS = _read_layers()
 
 
 def _unit(module):
@@ -110,6 +135,35 @@ class LayerTest(testtools.TestCase):
         for module, _path in _modules():
             if module != 'healreq':
                 _unit(module)
+
+    def test_the_diagram(self):
+        self.assertEqual(('healreq.masking',), LAYERS[0])
+        self.assertEqual(('healreq.__main__',), LAYERS[-1])
+        self.assertIn(('healreq.api', 'healreq.testing'), LAYERS)
+        self.assertIn(('healreq.db', 'healreq.objects'), LAYERS)
+        named = [unit for layer in LAYERS for unit in layer]
+        self.assertEqual(len(named), len(set(named)))
+        for unit in named:
+            path = os.path.join(ROOT, *unit.split('.')[1:])
+            self.assertTrue(os.path.isdir(path) or os.path.isfile(
+                path + '.py'), unit)
+
+    def test_reading_a_diagram(self):
+        text = (
+            'Layers::\n\n'
+            '    cmd/         parse arguments; api.py is below\n'
+            '                 more about cmd/\n'
+            '    ----------\n'
+            '    api.py       one call per command\n'
+            '    testing/     builders\n'
+            '    ----------\n'
+            '    masking.py   masks\n'
+            '\n'
+            '``tests/`` stands outside.\n'
+            '    notes.py     not in the diagram\n')
+        self.assertEqual(
+            (('healreq.masking',), ('healreq.api', 'healreq.testing'),
+             ('healreq.cmd',)), diagram_layers(text))
 
     def test_the_rule(self):
         self.assertIsNone(problem('healreq.heal.walker', 'healreq.db.rows'))

@@ -49,7 +49,7 @@ RESULT_CONTRACT = ('instance_uuid', 'cell_uuid', 'status', 'drift',
 
 
 def _report(dry_run=True, more_remain=False):
-    """A report shaped like the engine's: consistent ones only counted."""
+    """A report shaped like a run's: consistent ones only counted."""
     cell1 = findings.CellReport(uuid=CELL1, name='cell1')
     cell2 = findings.CellReport(
         uuid=CELL2, name='cell2',

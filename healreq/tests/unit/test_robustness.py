@@ -17,7 +17,7 @@ documents of each kind healreq reads: ``request_specs.spec``,
 ``instance_extra.flavor``, ``instance_extra.numa_topology``,
 ``instance_extra.pci_requests`` and the ``image_*`` system metadata; at
 least 1,000 per kind. Each mutated document, in the record of an otherwise
-consistent instance, goes through what the engine does with a record
+consistent instance, goes through what a run does with a record
 (parse the spec, learn its object versions, ``decisions.evaluate`` with every
 field checked), and through the public parsers. Asserted:
 
