@@ -29,6 +29,7 @@ from healreq.heal.findings import Status
 from healreq.heal import recreate
 from healreq import memo
 from healreq.objects import flavor as flavor_obj
+from healreq.objects import image as image_obj
 from healreq.objects import primitive
 from healreq.objects import request_spec
 from healreq.objects import versions
@@ -233,13 +234,16 @@ _SYSTEM_METADATA = memo.Memo(maxsize=4096)
 def _system_metadata(rows):
     """``(values, sorted items)`` of system metadata rows.
 
-    Shared between instances: the caller never changes them. Items are
-    None if a value is unhashable.
+    Shared between instances: the caller never changes them. The items
+    are those the image derivation reads (image.derivation_items), all of
+    them when one is not text, and None if a value is unhashable.
     """
     def derive():
         values = system_metadata_values(rows)
         try:
-            items = tuple(sorted(values.items()))
+            items = image_obj.derivation_items(values)
+            if items is None:
+                items = tuple(sorted(values.items()))
             hash(items)
         except TypeError:
             items = None

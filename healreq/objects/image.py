@@ -128,6 +128,36 @@ def image_from_system_metadata(sysmeta, image_ref, release=releases.LATEST):
     return image
 
 
+def derivation_items(sysmeta):
+    """The items of ``sysmeta`` that image_from_system_metadata reads.
+
+    Sorted; two system metadata that agree on them give the same image,
+    so they key its memo without what Nova records per user at boot
+    (owner names, roles) or for other purposes. None when a key or value
+    is not text: then every item can matter.
+    """
+    items = []
+    prefix = image_fields.SM_IMAGE_PROP_PREFIX
+    for key, value in sysmeta.items():
+        if not isinstance(key, str) or not (
+                value is None or isinstance(value, str)):
+            return None
+        name = key[len(prefix):] if key.startswith(prefix) else key
+        if _read_by_derivation(name):
+            items.append((key, value))
+    return tuple(sorted(items))
+
+
+def _read_by_derivation(name):
+    """Whether a property ``name`` can change the derived image."""
+    return (name in image_fields.SM_INHERITABLE_KEYS
+            or name in image_fields.PROPS_FIELDS
+            or name in image_fields.LEGACY_NAMES
+            or name == 'vmware_adaptertype'
+            or name.startswith(image_fields.TRAIT_PREFIX)
+            or name.partition('.')[0] in image_coercion.PER_NODE_PROPERTIES)
+
+
 def truncate_utf8(value, length=image_fields.SM_VALUE_BYTES):
     """``value`` cut to ``length`` UTF-8 bytes on a character boundary."""
     encoded = value.encode('utf-8')[:length]

@@ -14,6 +14,7 @@
 
 import copy
 import json
+import random
 
 import testtools
 
@@ -23,6 +24,7 @@ from healreq.objects import image_primitive
 from healreq.objects import numa
 from healreq.objects import numa_constraints
 from healreq.objects import primitive
+from healreq import releases
 
 REF = '3e1f7a52-9c0b-4d8e-a6f3-2b7c9d1e4f60'
 OTHER_REF = '9a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d'
@@ -610,3 +612,64 @@ class CompareTest(testtools.TestCase):
                          image.differing_fields(self.stored, self.derived))
         # Cut inside a two-byte character: the whole character goes.
         self.assertEqual('k' * 254, image.truncate_utf8('k' * 254 + '\u00e9'))
+
+
+class DerivationItemsTest(testtools.TestCase):
+    """The items that key the image memo decide the derived image."""
+
+    POOL = [
+        ('image_hw_cpu_policy', 'dedicated'), ('image_hw_disk_bus', 'scsi'),
+        ('image_hw_scsi_model', 'virtio-scsi'), ('image_os_distro', 'ubuntu'),
+        ('image_hw_video_model', 'qxl'), ('image_min_ram', '512'),
+        ('image_min_disk', '20'), ('image_disk_format', 'qcow2'),
+        ('image_container_format', 'bare'), ('image_base_image_ref', 'x'),
+        ('image_architecture', 'x86_64'), ('image_hypervisor_type', 'kvm'),
+        ('image_hw_numa_nodes', '2'), ('image_hw_numa_cpus.0', '0-1'),
+        ('image_hw_numa_cpus.1', '2-3'), ('image_hw_numa_mem.0', '1024'),
+        ('image_hw_numa_mem.1', '1024'), ('image_trait:CUSTOM_A', 'required'),
+        ('image_vmware_adaptertype', 'lsiLogic'),
+        ('image_vmware_ostype', 'otherGuest'), ('image_mappings', '[]'),
+        ('image_hw_cpu_policy', 'bogus'), ('hw_cpu_policy', 'shared'),
+        ('image_img_config_drive', 'mandatory'), ('image_hw_machine_type',
+                                                  'q35'),
+        ('owner_user_name', 'alice'), ('owner_project_name', 'p1'),
+        ('boot_roles', 'member,reader'), ('clean_attempts', '1'),
+        ('image_hw_mem_page_size', 'large'), ('image_owner_specified.x', 'y'),
+        ('image_hw_numa_mem.0', 'lots'), ('image_signature', None),
+    ]
+
+    def derive(self, sysmeta, release):
+        try:
+            return image.image_from_system_metadata(sysmeta, 'ref', release)
+        except image_fields.ImageMetaError as exc:
+            return ('error', str(exc))
+
+    def test_per_user_records_are_left_out(self):
+        alice = {'image_hw_disk_bus': 'scsi', 'owner_user_name': 'alice',
+                 'owner_project_name': 'p1', 'boot_roles': 'member'}
+        bob = dict(alice, owner_user_name='bob', owner_project_name='p2',
+                   boot_roles='admin')
+        self.assertEqual(image.derivation_items(alice),
+                         image.derivation_items(bob))
+        self.assertEqual((('image_hw_disk_bus', 'scsi'),),
+                         image.derivation_items(alice))
+        other = dict(alice, image_hw_disk_bus='ide')
+        self.assertNotEqual(image.derivation_items(alice),
+                            image.derivation_items(other))
+
+    def test_values_that_are_not_text_keep_every_item(self):
+        self.assertIsNone(image.derivation_items({'owner_user_name': 5}))
+        self.assertIsNone(image.derivation_items({1: 'x'}))
+
+    def test_the_items_derive_the_same_image_as_the_whole(self):
+        # In key order, as the memo derives (where a name is there with
+        # and without the image_ prefix, the order decides which wins).
+        chooser = random.Random(20261202)
+        for trial in range(400):
+            sysmeta = dict(sorted(
+                chooser.sample(self.POOL, chooser.randint(0, 12))))
+            items = image.derivation_items(sysmeta)
+            for release in releases.RELEASES:
+                self.assertEqual(self.derive(sysmeta, release),
+                                 self.derive(dict(items), release),
+                                 (trial, sysmeta, release.label))
