@@ -67,14 +67,17 @@ from healreq import releases
 class Options:
     """What a run of request-specs does (see ``nova-heal request-specs``).
 
-    ``collect_plan`` (with ``dry_run``) keeps every would-be change in the
-    report's ``planned``; ``settings`` are the per-instance decisions'.
+    ``batch_size`` and ``service_down_time`` default to their options'
+    defaults (``[healreq]/batch_size``, ``[DEFAULT]/service_down_time``);
+    the command line sets them from the configuration. ``collect_plan``
+    (with ``dry_run``) keeps every would-be change in the report's
+    ``planned``; ``settings`` are the per-instance decisions'.
     """
     dry_run: bool = False
     instance_uuid: str = None
     cell_uuid: str = None
     max_count: int = None
-    batch_size: int = 200
+    batch_size: int = healreq_conf.option('healreq', 'batch_size').default
     collect_plan: bool = False
     workers: int = 1
     sleep: float = 0.0
@@ -82,7 +85,8 @@ class Options:
     # A releases.Release named by the operator, instead of detecting it.
     target_release: object = None
     # [DEFAULT]/service_down_time: services silent longer are down.
-    service_down_time: int = 60
+    service_down_time: int = healreq_conf.option(
+        'DEFAULT', 'service_down_time').default
     settings: decisions.Settings = dataclasses.field(
         default_factory=decisions.Settings)
 

@@ -26,6 +26,22 @@ def register_opts(conf):
     healreq_group.register_opts(conf)
 
 
+def option(group, name):
+    """The declared option ``name`` of ``group`` ('DEFAULT' for [DEFAULT]).
+
+    Its ``default`` and its type's bounds are the one source of those
+    values: code that needs them outside a ConfigOpts reads them here.
+    KeyError if healreq declares no such option.
+    """
+    for declared, group_opts in opts.list_opts():
+        if getattr(declared, 'name', declared) != group:
+            continue
+        for opt in group_opts:
+            if opt.name == name:
+                return opt
+    raise KeyError('[%s]/%s' % (group, name))
+
+
 def check(conf):
     """Read every option healreq reads once, on a parsed ``conf``.
 

@@ -18,6 +18,7 @@ import inspect
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 
+from healreq import conf as healreq_conf
 from healreq import exception
 
 
@@ -27,7 +28,8 @@ POOL_SIZE = 4
 
 # Seconds a statement waits for a lock held by another session
 # ([healreq]/lock_wait_timeout's default).
-LOCK_WAIT_TIMEOUT = 5
+LOCK_WAIT_TIMEOUT = healreq_conf.option('healreq',
+                                        'lock_wait_timeout').default
 
 
 def create_engine(url, pool_size=POOL_SIZE,

@@ -19,6 +19,11 @@ One Budget serves every cell worker of a run, so it is thread-safe.
 import threading
 import time
 
+# Called after each batch's pause, in the thread that walks the cell
+# (tests use it to hold a run between two batches for as long as they
+# need).
+between_batches = None
+
 
 class Budget(object):
     """The heals a run may still make, and its pace.
@@ -78,3 +83,5 @@ class Budget(object):
                      - (self._monotonic() - self._started))
             if ahead > 0:
                 self._sleep(ahead)
+        if between_batches is not None:
+            between_batches()

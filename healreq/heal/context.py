@@ -43,7 +43,7 @@ class RunContext(object):
     def __init__(self, api_engine, reference_url,
                  lock_wait_timeout=engines.LOCK_WAIT_TIMEOUT,
                  clock=clock_module.utcnow, target_release=None,
-                 service_down_time=60):
+                 service_down_time=records.SERVICE_DOWN_TIME):
         self.api_engine = api_engine
         self.reference_url = reference_url
         self.lock_wait_timeout = lock_wait_timeout

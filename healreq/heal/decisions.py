@@ -78,7 +78,7 @@ class Settings:
     # --az-policy, --create-missing, [DEFAULT]/default_availability_zone.
     az_policy: str = field_checks.AZ_REPORT
     create_missing: bool = False
-    default_zone: str = 'nova'
+    default_zone: str = field_checks.DEFAULT_ZONE
 
     @property
     def read_fields(self):

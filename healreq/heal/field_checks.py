@@ -24,6 +24,7 @@ FIELD_NAMES is the order of checks and of the report.
 import copy
 import dataclasses
 
+from healreq import conf
 from healreq.heal import describe
 from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Note
@@ -55,6 +56,10 @@ AZ_REPORT = 'report'
 AZ_REPIN = 'repin'
 AZ_UNPIN = 'unpin'
 AZ_POLICIES = (AZ_REPORT, AZ_REPIN, AZ_UNPIN)
+
+# The zone of hosts in no aggregate that names one, unless configured
+# otherwise ([DEFAULT]/default_availability_zone's default).
+DEFAULT_ZONE = conf.option('DEFAULT', 'default_availability_zone').default
 
 # System metadata keys of image properties (utils.SM_IMAGE_PROP_PREFIX).
 _IMAGE_PREFIX = 'image_'
@@ -114,7 +119,7 @@ class Inputs:
     # aggregate carries; the zone of hosts in none.
     host_zones: tuple = ()
     zones: frozenset = frozenset()
-    default_zone: str = 'nova'
+    default_zone: str = DEFAULT_ZONE
     az_policy: str = AZ_REPORT
 
     def __post_init__(self):

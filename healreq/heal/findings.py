@@ -21,6 +21,7 @@ import dataclasses
 import enum
 
 from healreq.db import cell_queries
+from healreq import exception
 
 
 class Status(str, enum.Enum):
@@ -313,3 +314,33 @@ class RunReport:
                 totals[key] += getattr(cell, key)
         totals['cells_failed'] = sum(1 for c in self.cells if c.error)
         return totals
+
+
+def keep(finding, findings, notices):
+    """Keep ``finding`` where a report shows it, once it is counted.
+
+    A consistent instance is only counted, unless the finding has notes:
+    it then goes to ``notices``. Every other finding goes to ``findings``.
+    """
+    if finding.status is Status.CONSISTENT:
+        if finding.notes:
+            notices.append(finding)
+    else:
+        findings.append(finding)
+
+
+def record(audit, run_id, findings, report):
+    """Record ``findings`` of run ``run_id`` in the AuditStore ``audit``.
+
+    Findings only describe the run; its changes are recorded apart,
+    before each write. A store that refuses findings therefore stops
+    their recording, not the run: the error's line becomes
+    ``report.audit_error`` (a RunReport; the run's exit code says it).
+    Returns the AuditStoreError, or None once they are recorded.
+    """
+    try:
+        audit.record_findings(run_id, findings)
+    except exception.AuditStoreError as exc:
+        report.audit_error = exc.line()
+        return exc
+    return None

@@ -24,6 +24,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from healreq import clock
+from healreq import conf as healreq_conf
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq.db import engines
@@ -41,6 +42,10 @@ LOG = logging.getLogger(__name__)
 
 # How many of the newest specs tell which object versions to write.
 VERSION_SAMPLE = 100
+
+# [DEFAULT]/service_down_time's default.
+SERVICE_DOWN_TIME = healreq_conf.option('DEFAULT',
+                                        'service_down_time').default
 
 
 def _learn_versions(api_engine):
@@ -64,7 +69,7 @@ def _learn_versions(api_engine):
 
 def learn_deployment(api_engine, reference_url, target_release=None,
                      connect=engines.create_engine, now=None,
-                     service_down_time=60):
+                     service_down_time=SERVICE_DOWN_TIME):
     """``(detection, profile)``: the Nova release the deployment runs.
 
     ``target_release`` (a releases.Release the operator named) overrides

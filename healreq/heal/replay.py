@@ -29,6 +29,7 @@ from healreq.db import cell_queries
 from healreq import exception
 from healreq.heal import decisions
 from healreq.heal import field_checks
+from healreq.heal import findings
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
@@ -79,19 +80,14 @@ class Replayer(object):
             cell = cells.get(mapping['cell_id']) if mapping else None
             finding = self._replay(change, cell)
             self._cell_report(cell).count(finding)
-            if finding.status is not Status.CONSISTENT:
-                self.report.findings.append(finding)
-            elif finding.notes:
-                self.report.notices.append(finding)
+            findings.keep(finding, self.report.findings, self.report.notices)
         self._record_findings()
         return self.report
 
     def _record_findings(self):
         """Record the findings; a store that refuses them is reported."""
-        try:
-            self.audit.record_findings(self.run_id, self.report.findings)
-        except exception.AuditStoreError as exc:
-            self.report.audit_error = exc.line()
+        findings.record(self.audit, self.run_id, self.report.findings,
+                        self.report)
 
     def _cell_report(self, cell):
         key = cell['uuid'] if cell else None

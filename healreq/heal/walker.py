@@ -23,18 +23,18 @@ The databases and the release come from the run's ``context``,
 --max-count and the pace from its ``budget``.
 """
 
-from concurrent import futures
-
 from oslo_log import log as logging
 
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq import exception
 from healreq.heal import decisions
+from healreq.heal import findings
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
+from healreq.heal import parallel
 from healreq.heal import readahead
 from healreq.heal import reader
 from healreq.heal import records
@@ -51,10 +51,8 @@ FINDINGS_CHUNK = 1000
 class _FindingsLog(object):
     """A cell's findings on their way to the audit store, in chunks.
 
-    Findings only describe the run; its changes are recorded apart,
-    before each write. A store that refuses findings therefore stops
-    their recording, not the run: the error goes to ``sink`` (a
-    RunReport), and the run's exit code says it.
+    A store that refuses findings stops their recording, not the run
+    (see findings.record): the error goes to ``sink`` (a RunReport).
     """
 
     def __init__(self, audit, run_id, sink):
@@ -63,10 +61,10 @@ class _FindingsLog(object):
         self._sink = sink
         self._pending = []
 
-    def add(self, findings):
+    def add(self, listed):
         if self._audit is None or self._sink.audit_error is not None:
             return
-        self._pending.extend(findings)
+        self._pending.extend(listed)
         if len(self._pending) >= FINDINGS_CHUNK:
             self.flush()
 
@@ -74,11 +72,10 @@ class _FindingsLog(object):
         pending, self._pending = self._pending, []
         if not pending or self._sink.audit_error is not None:
             return
-        try:
-            self._audit.record_findings(self._run_id, pending)
-        except exception.AuditStoreError as exc:
-            LOG.error('Cannot record findings: %s', exc)
-            self._sink.audit_error = exc.line()
+        error = findings.record(self._audit, self._run_id, pending,
+                                self._sink)
+        if error is not None:
+            LOG.error('Cannot record findings: %s', error)
 
 
 class Walker(object):
@@ -118,7 +115,10 @@ class Walker(object):
             self._report_unscheduled(self.options.instance_uuid)
             return self.report
         if self.options.workers > 1 and len(cells) > 1:
-            self._run_in_parallel(cells)
+            # With --max-count the workers share one budget, so cells
+            # still running stop when it is used up.
+            parallel.run_cells(cells, self.options.workers,
+                               self._process_cell_in_budget, self.report)
             return self.report
         for position, cell in enumerate(cells):
             if self.budget.used_up():
@@ -129,32 +129,15 @@ class Walker(object):
             self._process_cell(cell, self.report)
         return self.report
 
-    def _run_in_parallel(self, cells):
-        """Process cells in worker threads, merged in cell order.
+    def _process_cell_in_budget(self, cell, sink):
+        """Process ``cell`` unless --max-count is used up (a worker's job).
 
-        Each cell has its own connection pool; the waits on the databases
-        overlap. With --max-count the workers share one budget, so cells
-        still running stop when it is used up.
+        If it is, ``sink`` only says whether the cell has instances left.
         """
-        def process(cell):
-            sink = RunReport(dry_run=self.options.dry_run)
-            if self.budget.used_up():
-                sink.more_remain = self._any_instances([cell])
-            else:
-                self._process_cell(cell, sink)
-            return sink
-
-        with futures.ThreadPoolExecutor(
-                max_workers=self.options.workers) as pool:
-            sinks = list(pool.map(process, cells))
-        for sink in sinks:
-            self.report.cells.extend(sink.cells)
-            self.report.findings.extend(sink.findings)
-            self.report.notices.extend(sink.notices)
-            self.report.planned.extend(sink.planned)
-            self.report.more_remain |= sink.more_remain
-            self.report.audit_error = (self.report.audit_error
-                                       or sink.audit_error)
+        if self.budget.used_up():
+            sink.more_remain = self._any_instances([cell])
+        else:
+            self._process_cell(cell, sink)
 
     def _report_unscheduled(self, instance_uuid):
         cell = CellReport(uuid=None, name=None)
@@ -331,11 +314,7 @@ class Walker(object):
                 processed = position
                 break
             report.count(finding)
-            if finding.status is Status.CONSISTENT:
-                if finding.notes:
-                    sink.notices.append(finding)
-            else:
-                listed.append(finding)
+            findings.keep(finding, listed, sink.notices)
         self.budget.checked(processed)
         sink.findings.extend(listed)
         log.add(listed)

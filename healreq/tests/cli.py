@@ -15,11 +15,17 @@
 import contextlib
 import dataclasses
 import io
+import itertools
+import os
 import signal
 import subprocess
 import sys
+import time
+
+import fixtures
 
 from healreq.cmd import main
+from healreq.heal import budget
 
 
 @dataclasses.dataclass
@@ -60,3 +66,73 @@ def spawn(argv, preexec_fn=None, **kwargs):
             preexec_fn()
 
     return subprocess.Popen(argv, preexec_fn=reset_signals, **kwargs)
+
+
+class Gate(fixtures.Fixture):
+    """Holds a child nova-heal after each batch until the test lets it on.
+
+    The child runs ``argv()``. Once its n-th batch is done (after any
+    --sleep), it creates ``reached-<n>`` in ``directory`` and waits until
+    ``on-<n>`` or ``open`` is there: the test acts at a point of the run
+    it chose, for as long as it needs, whatever the machine's speed. As
+    a fixture, the directory is a temporary one.
+    """
+
+    def __init__(self, directory=None):
+        super().__init__()
+        self.directory = directory
+
+    def _setUp(self):
+        if self.directory is None:
+            self.directory = self.useFixture(fixtures.TempDir()).path
+
+    def argv(self):
+        """NOVA_HEAL, gated."""
+        return [sys.executable, '-c',
+                'import sys; from healreq.tests import cli; '
+                'cli.Gate(sys.argv.pop(1)).hold(); '
+                'from healreq.cmd import main; sys.exit(main.main())',
+                self.directory]
+
+    def _path(self, name):
+        return os.path.join(self.directory, name)
+
+    def _create(self, name):
+        with open(self._path(name), 'x'):
+            pass
+
+    def reach(self, batch, process, seconds=120):
+        """Return once the child holds after ``batch``; it must not end.
+
+        The batches before are let on as they are done.
+        """
+        deadline = time.monotonic() + seconds
+        for done in range(1, batch + 1):
+            while not os.path.exists(self._path('reached-%d' % done)):
+                if process.poll() is not None:
+                    raise AssertionError('the run ended before batch %d '
+                                         'was done' % done)
+                if time.monotonic() > deadline:
+                    raise AssertionError('batch %d was not done in %d s'
+                                         % (done, seconds))
+                time.sleep(0.01)
+            if done < batch:
+                self._create('on-%d' % done)
+
+    def open(self):
+        """Let the child on, through every batch from now on."""
+        self._create('open')
+
+    def hold(self):
+        """In the child: hold after each batch as described above."""
+        batches = itertools.count(1)
+
+        def held():
+            batch = next(batches)
+            self._create('reached-%d' % batch)
+            on = self._path('on-%d' % batch)
+            while not (os.path.exists(on)
+                       or os.path.exists(self._path('open'))):
+                time.sleep(0.01)
+
+        budget.between_batches = held

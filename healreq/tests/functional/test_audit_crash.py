@@ -325,11 +325,11 @@ class _KillCase(audit_case.AuditTestCase):
             self.deployment.set_spec(uuid, text)
         return healed
 
-    def start(self, *extra):
+    def start(self, *extra, command=cli.NOVA_HEAL):
         with open(self.output, 'ab') as stderr:
             process = cli.spawn(
-                cli.NOVA_HEAL + ['--config-file', self.config,
-                                 'request-specs', '--batch-size', '2']
+                command + ['--config-file', self.config,
+                           'request-specs', '--batch-size', '2']
                 + list(extra),
                 stdout=subprocess.DEVNULL, stderr=stderr, env=self.env)
         self.addCleanup(lambda: process.poll() is None and process.kill())
@@ -455,12 +455,17 @@ class KillTest(_KillCase):
             self.wait_for(lambda: len(self.healed_rows()) == 6, process,
                           'six specs written')
         else:
-            # SQLite locks the whole file: the test takes the lock once
-            # three are written, in a pause between batches.
-            process = self.start('--sleep', '0.3')
-            self.wait_for(lambda: len(self.healed_rows()) >= 3, process,
-                          'three specs written')
+            # SQLite locks the whole file: the test holds the command
+            # after two batches (four written), takes the lock, then lets
+            # it on to its next write, which waits for the lock.
+            gate = self.useFixture(cli.Gate())
+            process = self.start(command=gate.argv())
+            gate.reach(2, process)
+            self.assertEqual(4, len(self.healed_rows()))
             held = self.lock_specs()
+            gate.open()
+            self.wait_for(lambda: self.changes_in(PENDING), process,
+                          'intent recorded')
         self.kill_and_recover(process, held)
         healed = self.check_consistency(self.last_heal_run())
         self.assertGreaterEqual(len(healed), 3)

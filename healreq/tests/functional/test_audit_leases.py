@@ -34,7 +34,6 @@ from healreq.testing import deployment as dep
 from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
-from healreq.tests.functional import fixtures
 
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
@@ -236,15 +235,15 @@ class LockFileTest(LeaseTestCase):
         for _ in range(5):
             self.add_drifted(self.cell2)
         # A dry run records no intent: nothing is pending when it dies.
+        # It is held after its first batch until it is killed.
+        gate = self.useFixture(cli.Gate())
         process = cli.spawn(
-            cli.NOVA_HEAL + ['--config-file', self.config_file,
-                             'request-specs', '--dry-run', '--batch-size', '1',
-                             '--sleep', '1'],
+            gate.argv() + ['--config-file', self.config_file,
+                           'request-specs', '--dry-run', '--batch-size', '1'],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
-        fixtures.wait_while_running(
-            self, process, lambda: self.store.list_runs(1))
+        gate.reach(1, process)
         run_id = self.store.list_runs(1)[0]['id']
         lock = 'audit.sqlite.run-%s.lock' % run_id
         self.assertEqual([lock], self.lock_files())

@@ -26,7 +26,6 @@ from healreq.db import tables
 from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
-from healreq.tests.functional import fixtures
 
 LOG_LINE = r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ %s [a-z_.]+ \[-\] %s'
 SQLITE = [s for s in backends.SCENARIOS if s[0] == 'SQLite']
@@ -109,16 +108,18 @@ class DroppedStoreTest(audit_case.AuditTestCase):
                 t.c.updated_at.isnot(None))).scalar()
 
     def test_store_dropped_mid_run(self):
+        gate = self.useFixture(cli.Gate())
         process = cli.spawn(
-            cli.NOVA_HEAL + ['--config-file', self.config_file,
-                             'request-specs', '--batch-size', '1',
-                             '--sleep', '0.3'],
+            gate.argv() + ['--config-file', self.config_file,
+                           'request-specs', '--batch-size', '1'],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=dict(os.environ))
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
-        fixtures.wait_while_running(self, process, self.healed_count)
+        # Dropped after the first batch, while the command holds there.
+        gate.reach(1, process)
         self.db.backend.drop_named_database('%s_audit' % self.db.prefix)
+        gate.open()
         out, err = process.communicate(timeout=120)
         err = err.decode()
         self.assertEqual(2, process.returncode, err)

@@ -198,6 +198,7 @@ class InterruptionTest(audit_case.AuditTestCase):
                       for n in range(self.INSTANCES)]
         self.directory = self.useFixture(test_fixtures.TempDir()).path
         self.metrics = os.path.join(self.directory, 'heal.prom')
+        self.gate = self.useFixture(cli.Gate())
         self.env = dict(os.environ, OS_HEALREQ__STATE_PATH=self.state_path)
 
     def healed_count(self):
@@ -208,23 +209,37 @@ class InterruptionTest(audit_case.AuditTestCase):
 
     def start_heal(self, *extra, stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, preexec_fn=None):
-        """Start a slow heal; return the process once a row is healed."""
+        """Start a heal; return the process held after its first batch.
+
+        ``signal_and_go`` sends it a signal, then lets it on.
+        """
         process = cli.spawn(
-            cli.NOVA_HEAL + ['--config-file', self.config_file,
-                             'request-specs', '--batch-size', '1',
-                             '--sleep', '0.3', '--metrics-file', self.metrics]
+            self.gate.argv() + ['--config-file', self.config_file,
+                                'request-specs', '--batch-size', '1',
+                                '--metrics-file', self.metrics]
             + list(extra),
             stdout=stdout, stderr=stderr, env=self.env,
             preexec_fn=preexec_fn)
         self.addCleanup(process.wait)
         self.addCleanup(lambda: process.poll() is None and process.kill())
-        fixtures.wait_while_running(self, process, self.healed_count)
+        self.gate.reach(1, process)
+        self.assertEqual(1, self.healed_count())
         return process
 
-    def interrupted_run(self, signal_number, *extra):
-        """Heal slowly, signal once a row is healed; (code, out, err)."""
-        process = self.start_heal(*extra)
+    def signal_and_go(self, process, signal_number):
+        """Signal the held ``process``, then let it on.
+
+        A signal sent to a process goes to its main thread, which holds
+        in a sleep; the sleep is interrupted and the handler runs before
+        the command looks whether it may go on.
+        """
         process.send_signal(signal_number)
+        self.gate.open()
+
+    def interrupted_run(self, signal_number, *extra):
+        """Heal, signal after the first batch; (code, out, err)."""
+        process = self.start_heal(*extra)
+        self.signal_and_go(process, signal_number)
         out, err = process.communicate(timeout=120)
         return process.returncode, out.decode(), err.decode()
 
@@ -268,7 +283,7 @@ class InterruptionTest(audit_case.AuditTestCase):
         process = self.start_heal(stdout=device, stderr=device)
         os.close(device)
         os.close(terminal)  # hang up: the device now refuses writes
-        process.send_signal(signal.SIGHUP)
+        self.signal_and_go(process, signal.SIGHUP)
         self.assertEqual(129, process.wait(timeout=120))
         self.assert_recorded(self.only_run_id(), 129)
 
@@ -277,14 +292,14 @@ class InterruptionTest(audit_case.AuditTestCase):
         process = self.start_heal('--format', 'json')
         process.stdout.close()
         process.stderr.close()
-        process.send_signal(signal.SIGHUP)
+        self.signal_and_go(process, signal.SIGHUP)
         self.assertEqual(129, process.wait(timeout=120))
         self.assert_recorded(self.only_run_id(), 129)
 
     def test_sighup_ignored_as_under_nohup(self):
         process = self.start_heal(preexec_fn=lambda: signal.signal(
             signal.SIGHUP, signal.SIG_IGN))
-        process.send_signal(signal.SIGHUP)
+        self.signal_and_go(process, signal.SIGHUP)
         out, err = process.communicate(timeout=120)
         self.assertEqual(0, process.returncode, err)
         self.assertEqual(self.INSTANCES, self.healed_count())

@@ -21,6 +21,7 @@ other. Otherwise nothing is written.
 
 import datetime
 import json
+import os
 import random
 
 import fixtures
@@ -118,6 +119,27 @@ class StaleServiceTest(EvidenceTestCase):
                       doc['release']['refusal'])
         result, doc = self.heal_json('--dry-run')
         self.assertTrue(doc['release']['writable'])
+
+    def test_apply_takes_the_down_time_from_nova_conf_too(self):
+        drifted = self.add_drifted(self.cell1)
+        self.stale_service(64, last_seen_up=clock.utcnow()
+                           - datetime.timedelta(seconds=600))
+        plan = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'plan.json')
+        result = self.heal('--dry-run', '--plan', plan)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        config = self.write_config_text(
+            open(self.config_file).read().replace(
+                '[DEFAULT]\n', '[DEFAULT]\nservice_down_time = 3600\n'))
+        before = self.deployment.spec_text(drifted)
+        # Up for an hour's down time: an upgrade seems in progress.
+        result = self.run_cli('apply', plan, config_file=config)
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+        self.assertIn('an upgrade is in progress', result.stderr)
+        self.assertEqual(before, self.deployment.spec_text(drifted))
+        result = self.run_cli('apply', plan)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertNotEqual(before, self.deployment.spec_text(drifted))
 
 
 class FallbackTest(EvidenceTestCase):

@@ -20,6 +20,7 @@ import os
 import fixtures
 import testtools
 
+from healreq import conf as healreq_conf
 from healreq.tests import cli
 
 INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
@@ -122,6 +123,13 @@ class ArgumentErrorTest(CliTestCase):
         self.assertInvalidInput(
             self.run_main('request-specs', '--batch-size', '0'),
             '--batch-size')
+
+    def test_batch_size_above_the_options_maximum(self):
+        maximum = healreq_conf.option('healreq', 'batch_size').type.max
+        self.assertInvalidInput(
+            self.run_main('request-specs', '--batch-size',
+                          str(maximum + 1)),
+            '--batch-size', str(maximum))
 
     def test_unknown_option(self):
         self.assertInvalidInput(

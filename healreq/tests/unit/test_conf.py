@@ -12,6 +12,8 @@
 
 """Configuration options and reading a deployment's nova.conf."""
 
+import dataclasses
+import inspect
 import os
 
 import fixtures
@@ -19,8 +21,14 @@ from oslo_config import cfg
 from oslo_config import types
 import testtools
 
+from healreq import api
+from healreq.cmd import request_specs
 from healreq import conf as healreq_conf
 from healreq.conf import opts
+from healreq.db import engines
+from healreq.heal import context
+from healreq.heal import decisions
+from healreq.heal import records
 
 NOVA_CONF = """\
 [DEFAULT]
@@ -213,3 +221,62 @@ class NovaConfTest(testtools.TestCase):
     def test_check_accepts_a_nova_conf(self):
         self._load(NOVA_CONF)
         healreq_conf.check(self.conf)
+
+
+class DefaultsTest(testtools.TestCase):
+    """Defaults and bounds of options are written once, in healreq.conf."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = api.load_config()
+
+    def test_option_finds_a_declared_option(self):
+        option = healreq_conf.option('healreq', 'batch_size')
+        self.assertEqual(self.conf.healreq.batch_size, option.default)
+        self.assertEqual(self.conf.service_down_time, healreq_conf.option(
+            'DEFAULT', 'service_down_time').default)
+        self.assertRaises(KeyError, healreq_conf.option, 'healreq', 'nope')
+        self.assertRaises(KeyError, healreq_conf.option, 'nope',
+                          'batch_size')
+
+    def test_api_options_default_to_the_options_defaults(self):
+        declared = {opt.dest: opt for _, group_opts in opts.list_opts()
+                    for opt in group_opts}
+        shared = [field for field in dataclasses.fields(api.Options)
+                  if field.name in declared]
+        self.assertEqual({'batch_size', 'service_down_time',
+                          'target_release'},
+                         {field.name for field in shared})
+        for field in shared:
+            self.assertEqual(declared[field.name].default, field.default,
+                             field.name)
+        options = api.Options()
+        self.assertEqual(
+            (self.conf.healreq.batch_size, self.conf.service_down_time),
+            (options.batch_size, options.service_down_time))
+
+    def test_lower_layers_default_to_the_options_defaults(self):
+        self.assertEqual(self.conf.healreq.lock_wait_timeout,
+                         engines.LOCK_WAIT_TIMEOUT)
+        self.assertEqual(self.conf.service_down_time,
+                         records.SERVICE_DOWN_TIME)
+        for function in (records.learn_deployment,
+                         context.RunContext.__init__):
+            self.assertEqual(
+                self.conf.service_down_time,
+                inspect.signature(function).parameters[
+                    'service_down_time'].default, function)
+        self.assertEqual(
+            self.conf.healreq.lock_wait_timeout,
+            inspect.signature(context.RunContext.__init__).parameters[
+                'lock_wait_timeout'].default)
+        self.assertEqual(self.conf.default_availability_zone,
+                         decisions.Settings().default_zone)
+        self.assertEqual(self.conf.default_availability_zone,
+                         api.settings(self.conf).default_zone)
+
+    def test_batch_size_bounds_of_the_command_line(self):
+        option = healreq_conf.option('healreq', 'batch_size')
+        self.assertEqual((option.type.min, option.type.max),
+                         (request_specs.BATCH_SIZE.min,
+                          request_specs.BATCH_SIZE.max))
