@@ -73,10 +73,11 @@ def _default_batch_size():
 
 
 def measure(argv):
-    """Run ``argv``; return wall seconds, peak RSS (KiB), code and output.
+    """Run ``argv``; return its figures (see measure.py) and output.
 
     The command is started through ``measure.py``, a bare interpreter
-    that times it and reads its own peak RSS with ``wait4`` (see there).
+    that times it and samples the resident size of its whole process
+    tree (see there).
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile(suffix='.json') as figures:
@@ -86,6 +87,13 @@ def measure(argv):
                        check=True)
         with open(figures.name) as handle:
             result = json.load(handle)
+        if not result['subreaper'] or result['strays']:
+            raise Failure('%s: %s' % (' '.join(argv), (
+                '%d processes it started were still running long after it '
+                'ended' % result['strays'])
+                if result['subreaper'] else 'the CPU time of processes '
+                'whose parent ended first cannot be counted: Linux did not '
+                'let measure.py adopt them (PR_SET_CHILD_SUBREAPER)'))
         out.seek(0)
         err.seek(0)
         result.update(stdout=out.read().decode('utf-8', 'replace'),
@@ -274,7 +282,8 @@ def summarize(runs, counted):
         median = statistics.median(r['wall'] for r in results)
         summary[name] = dict(wall=median, rate=counted[name] / median,
                              cpu=statistics.median(r['cpu'] for r in results),
-                             peak=max(r['rss_kib'] for r in results))
+                             peak=max(r['rss_kib'] for r in results),
+                             pss=max(r['pss_kib'] for r in results))
     return summary
 
 
@@ -332,6 +341,11 @@ def _table(runs, summary, counted, label):
             label[name], counted[name], figures['wall'], figures['rate'],
             figures['cpu'], _mib(figures['peak']),
             ' '.join('%.2f' % r['wall'] for r in results)))
+    first = next(iter(runs.values()))[0]
+    lines.append('CPU s and peak RSS are those of the contender\'s whole '
+                 'process tree; peak RSS is the largest sum of its '
+                 'processes\' resident sizes, sampled every %g ms'
+                 % (1000 * first['sample_seconds']))
     return lines
 
 
@@ -364,14 +378,21 @@ def _ratios(runs, summary, label):
         'naive / tool', summary['tool']['rate'] / summary['naive']['rate'],
         TARGET_NAIVE_RATIO))
     lines += ['', 'CPU time ratios (of the medians; the contender\'s '
-                  'process only, not the server)']
+                  'whole process tree, not the server)']
     lines.extend('%-30s %5.2fx' % (
         '%s / %s' % (label[tool], label[floor]),
         summary[tool]['cpu'] / summary[floor]['cpu'])
         for tool, floor in _pairs(runs))
-    lines += ['', 'peak RSS MiB: %s' % ', '.join(
+    first = next(iter(runs.values()))[0]
+    lines += ['', 'peak RSS MiB (whole process tree): %s' % ', '.join(
         '%s %.1f' % (label[name], _mib(summary[name]['peak']))
         for name in runs)]
+    lines += ['peak PSS MiB (whole process tree, every %g ms; shared pages '
+              'counted once): %s' % (
+                  1000 * first['sample_seconds'] * first['pss_every'],
+                  ', '.join('%s %.1f' % (label[name],
+                                         _mib(summary[name]['pss']))
+                            for name in runs))]
     return lines
 
 
@@ -542,10 +563,10 @@ def run_rounds(args, names, command, check):
             runs[name].append(result)
             loads.append(os.getloadavg()[0])
             print('round %d/%d  %-24s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
-                  'MiB  load %.2f' % (number, args.rounds, label[name],
-                                      result['wall'], result['cpu'],
-                                      _mib(result['rss_kib']), loads[-1]),
-                  flush=True)
+                  'MiB  PSS %6.1f MiB  load %.2f' % (
+                      number, args.rounds, label[name], result['wall'],
+                      result['cpu'], _mib(result['rss_kib']),
+                      _mib(result['pss_kib']), loads[-1]), flush=True)
     return runs, loads
 
 
