@@ -50,7 +50,7 @@ from healreq.objects import numa_primitive
 from healreq.testing import deployment as dep
 
 # Bump when the shape of the rows changes: older builds are rebuilt.
-FORMAT = 4
+FORMAT = 5
 SEED = 7919
 # Instances generated, then inserted, per transaction.
 CHUNK_INSTANCES = 1000
@@ -214,6 +214,29 @@ def _project(index):
 
 
 _PROJECTS = [_project(index) for index in range(PROJECTS)]
+# The roles a user boots with, by the user's number in the project.
+BOOT_ROLES = ('member,reader', 'member,reader,load-balancer_member',
+              'admin,member,reader')
+
+
+def _owners():
+    """(project id, user id) -> the owner's system metadata.
+
+    Nova writes the names of the booting user and project, and the user's
+    roles, into every instance's system metadata: they vary as the
+    instances' owners do.
+    """
+    owners = {}
+    for index, (project, users) in enumerate(_PROJECTS):
+        for number, user in enumerate(users):
+            owners[project, user] = {
+                'owner_project_name': 'project-%02d' % index,
+                'owner_user_name': 'user-%02d-%d' % (index, number),
+                'boot_roles': BOOT_ROLES[number % len(BOOT_ROLES)]}
+    return owners
+
+
+_OWNERS = _owners()
 
 
 Plan = collections.namedtuple('Plan', 'uuid drift flavor new_flavor image '
@@ -446,6 +469,7 @@ def instance_rows(position, instance_id, cell_id, flavor_texts,
         migration_context=None))
     sysmeta = dep.image_system_metadata(
         sysmeta_raw, image_id=image_ref, min_disk=cur_data['root_gb'])
+    sysmeta.update(_OWNERS[p.project, p.user])
     sysmeta['clean_attempts'] = '1'
     rows['instance_system_metadata'].extend(
         dict(instance_uuid=p.uuid, key=key, value=value, deleted=0,

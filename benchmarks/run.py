@@ -48,14 +48,16 @@ from healreq.heal import records
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 # In the order each round runs them; 'workers' (the tool with --workers
-# N) runs when N is above 1, 'derived' (the tool without the fields read
-# from the API database's groups and aggregates) with --zones-and-groups.
+# N) runs when N is above 1, 'derived' (the tool with --fields leaving out
+# availability_zone and instance_group, so that it neither reads the API
+# database's groups and aggregates nor checks those fields) with
+# --zones-and-groups.
 CONTENDERS = ('tool', 'workers', 'derived', 'raw', 'floor', 'naive')
 # The fields the 'derived' contender checks: all but the zone and group.
 DERIVED_FIELDS = ('flavor', 'image', 'numa_topology', 'pci_requests',
                   'is_bfv', 'project_id', 'user_id')
 FLOORS = ('raw', 'floor')
-DEFAULT_NAIVE_SAMPLE = 20000
+DEFAULT_NAIVE_SAMPLE = 2000
 DEFAULT_WORKERS = 2
 TARGET_FLOOR_RATIO = 1.5
 TARGET_NAIVE_RATIO = 20.0
@@ -66,17 +68,16 @@ class Failure(Exception):
 
 
 def _default_batch_size():
-    for opt in healreq_conf.healreq_opts:
-        if opt.name == 'batch_size':
-            return opt.default
-    return 200
+    return next(opt.default for opt in healreq_conf.healreq_opts
+                if opt.name == 'batch_size')
 
 
 def measure(argv):
-    """Run ``argv``; return wall seconds, peak RSS (KiB), code and output.
+    """Run ``argv``; return its figures (see measure.py) and output.
 
     The command is started through ``measure.py``, a bare interpreter
-    that times it and reads its own peak RSS with ``wait4`` (see there).
+    that times it and samples the resident size of its whole process
+    tree (see there).
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile(suffix='.json') as figures:
@@ -86,6 +87,13 @@ def measure(argv):
                        check=True)
         with open(figures.name) as handle:
             result = json.load(handle)
+        if not result['subreaper'] or result['strays']:
+            raise Failure('%s: %s' % (' '.join(argv), (
+                '%d processes it started were still running long after it '
+                'ended' % result['strays'])
+                if result['subreaper'] else 'the CPU time of processes '
+                'whose parent ended first cannot be counted: Linux did not '
+                'let measure.py adopt them (PR_SET_CHILD_SUBREAPER)'))
         out.seek(0)
         err.seek(0)
         result.update(stdout=out.read().decode('utf-8', 'replace'),
@@ -274,7 +282,8 @@ def summarize(runs, counted):
         median = statistics.median(r['wall'] for r in results)
         summary[name] = dict(wall=median, rate=counted[name] / median,
                              cpu=statistics.median(r['cpu'] for r in results),
-                             peak=max(r['rss_kib'] for r in results))
+                             peak=max(r['rss_kib'] for r in results),
+                             pss=max(r['pss_kib'] for r in results))
     return summary
 
 
@@ -323,15 +332,20 @@ def _header(args, deployment, names, sample_size, server, loads, network):
 
 
 def _table(runs, summary, counted, label):
-    lines = ['%-24s %10s %9s %12s %8s %13s  %s' % (
+    lines = ['%-30s %10s %9s %12s %8s %13s  %s' % (
         'contender', 'instances', 'wall s', 'instances/s', 'CPU s',
         'peak RSS MiB', 'wall s per round')]
     for name, results in runs.items():
         figures = summary[name]
-        lines.append('%-24s %10d %9.2f %12.0f %8.2f %13.1f  %s' % (
+        lines.append('%-30s %10d %9.2f %12.0f %8.2f %13.1f  %s' % (
             label[name], counted[name], figures['wall'], figures['rate'],
             figures['cpu'], _mib(figures['peak']),
             ' '.join('%.2f' % r['wall'] for r in results)))
+    first = next(iter(runs.values()))[0]
+    lines.append('CPU s and peak RSS are those of the contender\'s whole '
+                 'process tree; peak RSS is the largest sum of its '
+                 'processes\' resident sizes, sampled every %g ms'
+                 % (1000 * first['sample_seconds']))
     return lines
 
 
@@ -355,8 +369,8 @@ def _ratios(runs, summary, label):
     lines.extend(_ratio_line(runs, summary, label, tool, floor)
                  for tool, floor in _pairs(runs))
     if 'derived' in runs:
-        lines.append('%-30s %5.2fx (the cost of reading server groups '
-                     'and aggregates)' % (
+        lines.append('%-30s %5.2fx (what checking the zone and group '
+                     'fields adds: their reads and checks)' % (
                          'tool / %s' % label['derived'],
                          summary['tool']['wall']
                          / summary['derived']['wall']))
@@ -364,14 +378,21 @@ def _ratios(runs, summary, label):
         'naive / tool', summary['tool']['rate'] / summary['naive']['rate'],
         TARGET_NAIVE_RATIO))
     lines += ['', 'CPU time ratios (of the medians; the contender\'s '
-                  'process only, not the server)']
+                  'whole process tree, not the server)']
     lines.extend('%-30s %5.2fx' % (
         '%s / %s' % (label[tool], label[floor]),
         summary[tool]['cpu'] / summary[floor]['cpu'])
         for tool, floor in _pairs(runs))
-    lines += ['', 'peak RSS MiB: %s' % ', '.join(
+    first = next(iter(runs.values()))[0]
+    lines += ['', 'peak RSS MiB (whole process tree): %s' % ', '.join(
         '%s %.1f' % (label[name], _mib(summary[name]['peak']))
         for name in runs)]
+    lines += ['peak PSS MiB (whole process tree, every %g ms; shared pages '
+              'counted once): %s' % (
+                  1000 * first['sample_seconds'] * first['pss_every'],
+                  ', '.join('%s %.1f' % (label[name],
+                                         _mib(summary[name]['pss']))
+                            for name in runs))]
     return lines
 
 
@@ -425,7 +446,8 @@ def _parser():
                         help='Also run the tool without the '
                              'availability_zone and instance_group fields '
                              '(--fields), as a contender of its own: what '
-                             'reading server groups and aggregates costs.')
+                             'checking those two fields costs, their reads '
+                             'of server groups and aggregates included.')
     parser.add_argument('--naive-sample', type=int,
                         default=DEFAULT_NAIVE_SAMPLE,
                         help='Instances the naive script processes (the '
@@ -541,11 +563,11 @@ def run_rounds(args, names, command, check):
             check[name](result)
             runs[name].append(result)
             loads.append(os.getloadavg()[0])
-            print('round %d/%d  %-24s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
-                  'MiB  load %.2f' % (number, args.rounds, label[name],
-                                      result['wall'], result['cpu'],
-                                      _mib(result['rss_kib']), loads[-1]),
-                  flush=True)
+            print('round %d/%d  %-30s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
+                  'MiB  PSS %6.1f MiB  load %.2f' % (
+                      number, args.rounds, label[name], result['wall'],
+                      result['cpu'], _mib(result['rss_kib']),
+                      _mib(result['pss_kib']), loads[-1]), flush=True)
     return runs, loads
 
 
