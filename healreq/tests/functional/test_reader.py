@@ -63,7 +63,7 @@ class CellReaderTest(fixtures.DeploymentTestCase):
         ids = [i['id'] for page in read for i in page.instances]
         self.assertEqual(sorted(ids), ids)
 
-    def test_cell_error_after_the_pages_before_it(self):
+    def test_an_unreachable_cell_is_a_cell_error(self):
         self.add_drifted(self.cell1)
         spec = self.spec(self.cell1, cell_url=(
             'mysql+pymysql://nova:S3cretPw@127.0.0.1:1/nova'))
@@ -108,6 +108,24 @@ class CellReaderTest(fixtures.DeploymentTestCase):
             read = list(pages)
         self.assertNotEqual(os.getpid(), parent)
         self.assertEqual([1], [len(page.instances) for page in read])
+
+    def test_an_empty_cell_ends_at_once(self):
+        self.add_drifted(self.cell2)
+        with reader.CellReader(self.spec(self.cell1), _no_stop) as pages:
+            self.assertEqual([], list(pages))
+
+    def test_an_error_of_the_walk_ends_the_child(self):
+        for _ in range(6):
+            self.add_drifted(self.cell1)
+        manager = reader.CellReader(self.spec(self.cell1, batch_size=1),
+                                    _no_stop)
+
+        def walk():
+            with manager as pages:
+                for _ in pages:
+                    raise Stop()
+        self.assertRaises(Stop, walk)
+        self.assertFalse(manager._process.is_alive())
 
     def test_leaving_early_ends_the_child(self):
         for _ in range(6):
