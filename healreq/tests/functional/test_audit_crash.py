@@ -474,6 +474,21 @@ class KillTest(_KillCase):
         self.assertEqual(0, self.heal().code)
         self.assertEqual(set(self.uuids), self.healed_rows())
 
+    def test_killed_after_its_last_write(self):
+        # Held after its fourth and last batch: every spec written, the
+        # run not yet finished.
+        gate = self.useFixture(cli.Gate())
+        process = self.start(command=gate.argv())
+        gate.reach(4, process)
+        self.kill_and_recover(process)
+        run_id = self.last_heal_run()
+        healed = self.check_consistency(run_id)
+        self.assertEqual(set(self.uuids), healed)
+        self.assertEqual(sorted(healed),
+                         sorted(self.changes_in(APPLIED, run_id)))
+        self.assertEqual([], self.changes_in(PENDING, run_id))
+        self.assertEqual(4, self.heal('--dry-run').code)
+
 
 class SeamKillTest(_KillCase):
     """SIGKILL at the two seams of one write, held there by row locks.
