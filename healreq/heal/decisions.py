@@ -192,12 +192,10 @@ def _recreated(record, current, settings, profile, finding):
 
 
 def _spec_notes(spec, inputs, settings):
-    """What is worth knowing about zones and groups, drift or not."""
+    """What is worth knowing about zones, drift or not."""
     notes = []
     if 'availability_zone' in settings.checked_fields:
         notes.extend(field_checks.zone_notes(spec, inputs))
-    if 'instance_group' in settings.checked_fields:
-        notes.extend(field_checks.group_notes(spec, inputs))
     return notes
 
 

@@ -647,17 +647,25 @@ def check_instance_group(spec, inputs, profile):
 
 
 def _not_a_member(spec, named, inputs):
-    """A spec of an instance in no group: only a nameless group drifts."""
+    """A spec of an instance in no group: only a nameless group drifts.
+
+    A spec naming a group, existing or deleted, is an error: the
+    instance's membership does not say which group it should name.
+    """
     if named.has_group and named.uuid is None:
         # Nova cannot load it (bug 1830747); the instance has no group.
         return (FieldChange('instance_group', 'a group without uuid or '
                             'hint', 'none'), {'instance_group': None})
     group = named.uuid if named.has_group else named.hint
-    if group is not None and group in inputs.known_groups:
-        raise DerivationError('spec-group-not-member', (
-            'the spec names group %s, but the instance is a member of no '
-            'group; left alone' % group))
-    return None
+    if group is None:
+        return None
+    if group not in inputs.known_groups:
+        raise DerivationError('spec-group-gone', (
+            'the spec names group %s, which no longer exists, and the '
+            'instance is a member of no group; left alone' % group))
+    raise DerivationError('spec-group-not-member', (
+        'the spec names group %s, but the instance is a member of no '
+        'group; left alone' % group))
 
 
 def named_groups(spec):
@@ -667,25 +675,6 @@ def named_groups(spec):
     except primitive.PrimitiveError:
         return set()
     return {uuid for uuid in (named.uuid, named.hint) if uuid}
-
-
-def group_notes(spec, inputs):
-    """A note for a spec naming a deleted group (Nova drops it on load).
-
-    Only for an instance in no group; for a member it is an error.
-    """
-    if inputs.groups:
-        return []
-    try:
-        named = spec.named_group()
-    except primitive.PrimitiveError:
-        return []
-    group = named.uuid if named.has_group else named.hint
-    if group is None or group in inputs.known_groups:
-        return []
-    return [Note('spec-group-gone', 'the spec names group %s, which no '
-                 'longer exists; Nova drops it when it loads the spec'
-                 % group)]
 
 
 def group_to_store(group, profile):

@@ -125,13 +125,17 @@ REASONS = {
             'Nova never changes the owner, so this is corruption for a '
             'human to look at',
         'spec-group-not-member':
-            'the spec names a server group of which the instance is not a '
-            'member (it is in another group, or in none); nothing is '
-            'written',
+            'the spec names a server group (as its instance_group or its '
+            'group scheduler hint) of which the instance is not a member: '
+            'it is in another group, or in none. Membership does not say '
+            'which group the spec should name; nothing is written',
         'spec-group-gone':
-            'the spec names a server group that no longer exists, while '
-            'the instance is a member of another: moves fail; nothing is '
-            'written',
+            'the spec names a server group (as its instance_group or its '
+            'group scheduler hint) that no longer exists, whether the '
+            'instance is a member of another group or of none. Nova\'s '
+            'RequestSpec loading then sets instance_group to null but '
+            'keeps the group hint, and the compute\'s group policy check '
+            'fails to find the group by that hint; nothing is written',
         'group-unloadable':
             'the server group of the instance has policy rules Nova cannot '
             'load',
@@ -218,10 +222,6 @@ NOTES = {
     'host-az-differs':
         'the zone of the instance\'s host by its aggregates is not '
         'instances.availability_zone',
-    'spec-group-gone':
-        'the spec names a server group that no longer exists, and the '
-        'instance is in no group: Nova drops the group when it loads the '
-        'spec',
     'already-written':
         'revert or apply: the row already holds the value to write (the '
         'run was reverted, or the plan applied, before)',

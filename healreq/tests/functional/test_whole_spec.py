@@ -299,15 +299,47 @@ class ServerGroupTest(_WholeSpecCase):
                          self.results(document))
         self.assertEqual(before, self.deployment.spec_text(self.lost))
 
-    def test_deleted_group_of_a_non_member_is_a_notice(self):
-        alone = self.add_consistent(self.cell1)
+    def test_deleted_group_named_for_an_instance_in_none(self):
+        # As its instance_group (with the hint) or as the hint alone: an
+        # error of its own, counted in the exit code, nothing written.
         gone = '7f0c7d0e-52f2-4b1e-9c4a-0f1e2d3c4b5a'
-        self.set_group(alone, dep.stored_group(gone, 'old'), {'group': [gone]})
-        result, document = self.heal_json('--fields', 'instance_group',
-                                          '--dry-run')
-        self.assertEqual([(alone, 'spec-group-gone')],
-                         [(n['instance_uuid'], n['notes'][0]['code'])
-                          for n in document['notices']])
+        whole = self.add_consistent(self.cell1)
+        self.set_group(whole, dep.stored_group(gone, 'old'),
+                       {'group': [gone]})
+        hinted = self.add_consistent(self.cell2)
+        self.set_group(hinted, None, {'group': [gone]})
+        originals = self.all_spec_texts()
+        for args in (('--dry-run',), ()):
+            result, document = self.heal_json('--fields', 'instance_group',
+                                              *args)
+            self.assertEqual(2, result.code, result.stdout + result.stderr)
+            self.assertEqual(
+                sorted([(whole, 'error', 'spec-group-gone', []),
+                        (hinted, 'error', 'spec-group-gone', []),
+                        (self.lost, 'drifted' if args else 'healed',
+                         'group-lost', ['instance_group'])]),
+                sorted(self.results(document)))
+            self.assertEqual([], document['notices'])
+            details = {r['instance_uuid']: r['detail']
+                       for r in document['results']}
+            for uuid in (whole, hinted):
+                self.assertIn('%s, which no longer exists, and the '
+                              'instance is a member of no group' % gone,
+                              details[uuid])
+                self.assertEqual(originals[uuid],
+                                 self.deployment.spec_text(uuid))
+            self.assertEqual(2, document['summary']['errors'])
+
+    def test_existing_group_named_by_the_hint_alone(self):
+        alone = self.add_consistent(self.cell1)
+        other = self.deployment.add_group('db', policy='affinity')
+        self.set_group(alone, None, {'group': [other]})
+        before = self.deployment.spec_text(alone)
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertIn((alone, 'error', 'spec-group-not-member', []),
+                      self.results(document))
+        self.assertEqual(before, self.deployment.spec_text(alone))
 
 
 class MissingSpecTest(_WholeSpecCase):
