@@ -174,7 +174,19 @@ def evaluate(record, cell, now, settings, profile=None):
     finding.changes = changes
     finding.reason, finding.detail = _likely_cause(spec, current, record,
                                                    changes)
+    if finding.reported_only and finding.rewritten:
+        finding.notes.append(_pin_left(changes))
     return Evaluation(finding, new_spec)
+
+
+def _pin_left(changes):
+    """The note of a pin left as it is while other fields are healed."""
+    pin = next(c for c in changes if not c.rewritten)
+    return Note('az-pin-left', (
+        'the pin %s differs from the instance\'s zone (az-pin-differs) '
+        'and is left as --az-policy report says; only %s %s healed'
+        % (pin.before, ', '.join(c.field for c in changes if c.rewritten),
+           'is' if sum(c.rewritten for c in changes) == 1 else 'are')))
 
 
 def _recreated(record, current, settings, profile, finding):

@@ -561,7 +561,7 @@ def check_availability_zone(spec, inputs, profile):
     if inputs.az_policy == AZ_REPORT:
         return (FieldChange('availability_zone', pinned,
                             '%s (not rewritten: --az-policy report)'
-                            % current), {})
+                            % current, rewritten=False), {})
     target = current if inputs.az_policy == AZ_REPIN else None
     return (FieldChange('availability_zone', pinned, str(target)),
             {'availability_zone': target})

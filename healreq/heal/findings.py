@@ -219,6 +219,11 @@ NOTES = {
         'from 2023.1 on '
         'then schedules the instance anywhere, ignoring the pin; Zed\'s '
         'AvailabilityZoneFilter, if enabled, finds no host',
+    'az-pin-left':
+        'the pin differs from the instance\'s zone (az-pin-differs) and '
+        'is left as --az-policy report says, while the other drifted '
+        'fields are healed: availability_zone stays in drift and in '
+        'reported_only, and the next run reports the pin again',
     'host-az-differs':
         'the zone of the instance\'s host by its aggregates is not '
         'instances.availability_zone',
@@ -236,10 +241,15 @@ class Note:
 
 @dataclasses.dataclass(frozen=True)
 class FieldChange:
-    """One drifted RequestSpec field, as shown to the operator."""
+    """One drifted RequestSpec field, as shown to the operator.
+
+    ``rewritten`` is False for drift that is only reported (a zone pin
+    under --az-policy report): it counts, and nothing is written for it.
+    """
     field: str
     before: str
     after: str
+    rewritten: bool = True
 
     def __str__(self):
         return '%s: %s -> %s' % (self.field, self.before, self.after)
@@ -258,7 +268,19 @@ class Finding:
 
     @property
     def drift(self):
+        """Every drifted field, rewritten or only reported."""
         return [change.field for change in self.changes]
+
+    @property
+    def reported_only(self):
+        """The drifted fields that are reported and never written."""
+        return [change.field for change in self.changes
+                if not change.rewritten]
+
+    @property
+    def rewritten(self):
+        """The drifted fields a heal writes (with --dry-run: would)."""
+        return [change.field for change in self.changes if change.rewritten]
 
 
 @dataclasses.dataclass

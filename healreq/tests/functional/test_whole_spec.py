@@ -82,14 +82,19 @@ class AvailabilityZoneTest(_WholeSpecCase):
             change, = document['results'][0]['changes']
             self.assertEqual(('az1', 'az2 (not rewritten: --az-policy '
                               'report)'), (change['before'], change['after']))
+            self.assertEqual((['availability_zone'], []),
+                             (document['results'][0]['reported_only'],
+                              document['results'][0]['notes']))
             self.assertEqual(self.originals, self.all_spec_texts())
         self.assertEqual([], self.audit_show(document['run_id'])['changes'])
         metrics = os.path.join(self.state_path, 'heal.prom')
         self.heal('--metrics-file', metrics)
         with open(metrics) as handle:
-            self.assertIn('nova_heal_request_specs_drift_by_field{cell_uuid='
-                          '"%s",field="availability_zone"} 1'
-                          % self.cell1.uuid, handle.read())
+            text = handle.read()
+        for metric in ('drift_by_field', 'reported_only_by_field'):
+            self.assertIn('nova_heal_request_specs_%s{cell_uuid="%s",'
+                          'field="availability_zone"} 1'
+                          % (metric, self.cell1.uuid), text)
 
     def heal_pins(self, policy):
         """Dry run, then heal under ``policy``; the audit holds the change.
@@ -105,6 +110,7 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual([(self.moved, 'healed', 'az-pin-differs',
                            ['availability_zone'])], self.results(document))
+        self.assertEqual([], document['results'][0]['reported_only'])
         change, = self.audit_show(document['run_id'])['changes']
         self.assertEqual(
             ('applied', ['availability_zone'], self.originals[self.moved],
@@ -139,6 +145,58 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual('az2', self.data(self.moved)['availability_zone'])
         self.assertEqual(4, self.heal('--az-policy', 'repin').code)
+
+    def test_mixed_drift_heals_the_rest_and_leaves_the_pin(self):
+        mixed = self.add_consistent(
+            self.cell2, host='compute-2', availability_zone='az2',
+            spec_fields=dict(availability_zone='az1', is_bfv=True))
+        originals = self.all_spec_texts()
+
+        def mixed_result(document):
+            return next(r for r in document['results']
+                        if r['instance_uuid'] == mixed)
+
+        metrics = os.path.join(self.state_path, 'heal.prom')
+        for args in (('--dry-run',), ('--metrics-file', metrics)):
+            result, document = self.heal_json(*args)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            found = mixed_result(document)
+            self.assertEqual(
+                ('drifted' if '--dry-run' in args else 'healed',
+                 'spec-drift', ['is_bfv', 'availability_zone'],
+                 ['availability_zone']),
+                (found['status'], found['reason'], found['drift'],
+                 found['reported_only']))
+            note, = [n for n in found['notes'] if n['code'] == 'az-pin-left']
+            self.assertIn('the pin az1 differs', note['detail'])
+            self.assertIn('only is_bfv is healed', note['detail'])
+        heal_run = document['run_id']
+        data = self.data(mixed)
+        self.assertEqual((False, 'az1'),
+                         (data['is_bfv'], data['availability_zone']))
+        change, = self.audit_show(heal_run)['changes']
+        self.assertEqual((mixed, ['is_bfv']),
+                         (change['instance_uuid'], change['fields']))
+        with open(metrics) as handle:
+            text = handle.read()
+        for metric, field in (('drift_by_field', 'is_bfv'),
+                              ('drift_by_field', 'availability_zone'),
+                              ('reported_only_by_field',
+                               'availability_zone')):
+            self.assertIn('nova_heal_request_specs_%s{cell_uuid="%s",'
+                          'field="%s"} 1' % (metric, self.cell2.uuid, field),
+                          text)
+        self.assertNotIn('reported_only_by_field{cell_uuid="%s",'
+                         'field="is_bfv"}' % self.cell2.uuid, text)
+        # A verification run still reports the pin the heal left.
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        found = mixed_result(document)
+        self.assertEqual(('drifted', 'az-pin-differs', ['availability_zone'],
+                          ['availability_zone'], []),
+                         (found['status'], found['reason'], found['drift'],
+                          found['reported_only'], found['notes']))
+        self.assert_reverted(heal_run, originals)
 
     def test_notes_on_a_vanished_zone_and_a_moved_host(self):
         with self.deployment.api_engine.begin() as conn:
