@@ -64,9 +64,11 @@ class InstanceRecord:
     # Nova's) and which group uuids named by the batch's specs exist.
     groups: list = dataclasses.field(default_factory=list)
     known_groups: frozenset = frozenset()
-    # The zones of its host's aggregates, and every zone of any aggregate.
+    # The zones of its host's aggregates; every zone an aggregate with a
+    # host carries; the zones only aggregates without hosts carry.
     host_zones: list = dataclasses.field(default_factory=list)
     zones: frozenset = frozenset()
+    hostless_zones: frozenset = frozenset()
 
 
 @dataclasses.dataclass
@@ -232,6 +234,7 @@ def _inputs(record, current, settings, release, checked_fields=None):
         extra_pci_requests=extra.get('pci_requests'), release=release,
         groups=tuple(record.groups), known_groups=record.known_groups,
         host_zones=tuple(record.host_zones), zones=record.zones,
+        hostless_zones=record.hostless_zones,
         default_zone=settings.default_zone, az_policy=settings.az_policy)
 
 

@@ -111,9 +111,11 @@ class Inputs:
     # Which group uuids the API database holds, of those specs name.
     known_groups: frozenset = frozenset()
     # The availability zones of its host's aggregates; every zone some
-    # aggregate carries; the zone of hosts in none.
+    # aggregate with a host carries; the zones only aggregates without
+    # hosts carry; the zone of hosts in none.
     host_zones: tuple = ()
     zones: frozenset = frozenset()
+    hostless_zones: frozenset = frozenset()
     default_zone: str = 'nova'
     az_policy: str = AZ_REPORT
 
@@ -583,7 +585,7 @@ def pinned_zone(spec):
 
 
 def zone_notes(spec, inputs):
-    """Notes on zones: a pin no aggregate carries, a host's other zone."""
+    """Notes on zones: a pin no host can satisfy, a host's other zone."""
     notes = []
     try:
         pinned = pinned_zone(spec)
@@ -591,11 +593,8 @@ def zone_notes(spec, inputs):
         pinned = None
     if (pinned is not None and pinned not in inputs.zones
             and pinned != inputs.default_zone):
-        notes.append(Note('az-pin-gone', (
-            'the pinned zone %s is carried by no aggregate that has a '
-            'host: Nova from '
-            '2023.1 on schedules the instance anywhere, and Zed\'s '
-            'AvailabilityZoneFilter, if enabled, nowhere' % pinned)))
+        notes.append(Note('az-pin-gone', _gone_zone(
+            pinned, pinned in inputs.hostless_zones)))
     instance = inputs.instance
     if instance['host'] is not None and instance['availability_zone']:
         zone = (inputs.host_zones[0] if inputs.host_zones
@@ -606,6 +605,23 @@ def zone_notes(spec, inputs):
                 'instances.availability_zone is %s'
                 % (instance['host'], zone, instance['availability_zone']))))
     return notes
+
+
+def _gone_zone(pinned, hostless):
+    """The detail of ``az-pin-gone``: what Nova's scheduler does.
+
+    Nova's map_az_to_placement_aggregate pre-filter (on by default since
+    Xena, the only zone filter from 2023.1 on) requires the aggregates
+    that carry the pinned zone, and requires nothing when none does.
+    """
+    if hostless:
+        return ('the pinned zone %s is carried only by aggregates that hold '
+                'no host: Nova\'s scheduler still requires those aggregates, '
+                'so every move fails with NoValidHost' % pinned)
+    return ('the pinned zone %s is carried by no aggregate: Nova\'s '
+            'scheduler then requires none and may place the instance on '
+            'any host, ignoring the pin (on Zed, an enabled '
+            'AvailabilityZoneFilter finds no host instead)' % pinned)
 
 
 def check_instance_group(spec, inputs, profile):

@@ -215,10 +215,12 @@ NOTES = {
         'progress',
     'forced': '--force overrode a skip rule for this instance',
     'az-pin-gone':
-        'the pinned zone is carried by no aggregate that has a host: Nova '
-        'from 2023.1 on '
-        'then schedules the instance anywhere, ignoring the pin; Zed\'s '
-        'AvailabilityZoneFilter, if enabled, finds no host',
+        'no host is in the pinned zone. If only aggregates without a host '
+        'carry it, Nova\'s scheduler still requires those aggregates and '
+        'every move fails with NoValidHost; if no aggregate carries it, '
+        'the scheduler requires none and may place the instance on any '
+        'host, ignoring the pin (on Zed, an enabled AvailabilityZoneFilter '
+        'finds no host instead)',
     'az-pin-left':
         'the pin differs from the instance\'s zone (az-pin-differs) and '
         'is left as --az-policy report says, while the other drifted '

@@ -211,7 +211,9 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertIn((self.pinned, 'az-pin-gone'), notes)
         self.assertIn((self.pinned, 'host-az-differs'), notes)
         self.assertNotIn((self.unpinned, 'host-az-differs'), notes)
-        self.assertIn('the pinned zone az1 is carried by no aggregate',
+        self.assertIn('the pinned zone az1 is carried by no aggregate: '
+                      'Nova\'s scheduler then requires none and may place '
+                      'the instance on any host',
                       self.heal('--dry-run').stdout)
 
     def test_a_zone_whose_aggregates_hold_no_host_is_gone(self):
@@ -224,6 +226,13 @@ class AvailabilityZoneTest(_WholeSpecCase):
                  for note in n['notes']}
         self.assertIn((self.moved, 'az-pin-gone'), notes)
         self.assertNotIn((self.unpinned, 'az-pin-gone'), notes)
+        detail, = [note['detail'] for r in document['results']
+                   if r['instance_uuid'] == self.moved
+                   for note in r['notes'] if note['code'] == 'az-pin-gone']
+        self.assertEqual('the pinned zone az1 is carried only by aggregates '
+                         'that hold no host: Nova\'s scheduler still '
+                         'requires those aggregates, so every move fails '
+                         'with NoValidHost', detail)
 
     def test_fields_option(self):
         result, document = self.heal_json('--fields', 'flavor,image')
