@@ -455,6 +455,10 @@ def _likely_cause(spec, current, record, changes):
     if flavor_cause is not None:
         return flavor_cause
     fields = {change.field for change in changes}
+    if 'instance_group' in fields and not record.groups:
+        return ('group-without-uuid', 'the spec holds a server group '
+                'without uuid or group hint, which Nova cannot load, and '
+                'the instance is a member of no group')
     if 'instance_group' in fields:
         return ('group-lost', 'the spec does not name the server group of '
                 'which the instance is a member (moves then fail, and a '

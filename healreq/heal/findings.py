@@ -52,6 +52,13 @@ REASONS = {
             'instance is a member (instance_group null or without uuid, or '
             'no group scheduler hint): moves fail in the conductor, and a '
             'forced evacuation ignores the group\'s policy',
+        'group-without-uuid':
+            'the spec holds a server group without uuid and without a '
+            'group scheduler hint (the shape of bug 1830747) while the '
+            'instance is a member of no group: Nova cannot load the spec '
+            '(GET /servers/{id} fails from microversion 2.96, and so do '
+            'moves); the group is removed (instance_group null), as Nova '
+            'stores it for an instance in no group',
         'az-pin-differs':
             'the pinned availability zone (the spec\'s availability_zone) '
             'is not the zone the instance is in, as after a forced live '

@@ -397,6 +397,27 @@ class ServerGroupTest(_WholeSpecCase):
                                  self.deployment.spec_text(uuid))
             self.assertEqual(2, document['summary']['errors'])
 
+    def test_group_without_uuid_for_an_instance_in_none(self):
+        alone = self.add_consistent(self.cell1)
+        group = dep.stored_group(self.group, 'web')
+        del group[DATA]['uuid']
+        self.set_group(alone, group, {'same_host': ['x']})
+        originals = self.all_spec_texts()
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn((alone, 'drifted', 'group-without-uuid',
+                       ['instance_group']), self.results(document))
+        result, document = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn((alone, 'healed', 'group-without-uuid',
+                       ['instance_group']), self.results(document))
+        healed = self.data(alone)
+        self.assertEqual((None, {'same_host': ['x']}),
+                         (healed['instance_group'],
+                          healed['scheduler_hints']))
+        self.assertEqual(4, self.heal().code)
+        self.assert_reverted(document['run_id'], originals)
+
     def test_existing_group_named_by_the_hint_alone(self):
         alone = self.add_consistent(self.cell1)
         other = self.deployment.add_group('db', policy='affinity')
