@@ -51,22 +51,16 @@ def render(report, exit_code, duration, finished_at, dry_run):
             lines.append('%s{cell_uuid="%s",cell_name="%s"} %d' % (
                 metric, _label(cell.uuid), _label(cell.name),
                 getattr(cell, attribute)))
-    by_field = {}
-    for finding in report.findings:
-        if finding.status in (Status.DRIFTED, Status.HEALED):
-            for field in finding.drift:
-                key = (finding.cell_uuid, field)
-                by_field[key] = by_field.get(key, 0) + 1
-    metric = '%s_drift_by_field' % _PREFIX
-    lines.append('# HELP %s Instances whose spec field drifted (healed or '
-                 'not) in the last run.' % metric)
-    lines.append('# TYPE %s gauge' % metric)
-    for (cell_uuid, field), count in sorted(by_field.items(),
-                                            key=lambda item: (
-                                                str(item[0][0]),
-                                                item[0][1])):
-        lines.append('%s{cell_uuid="%s",field="%s"} %d'
-                     % (metric, _label(cell_uuid), _label(field), count))
+    lines += _by_field(
+        report, 'drift_by_field', lambda finding: finding.drift,
+        'Instances whose spec field drifted (healed or not) in the last '
+        'run.')
+    lines += _by_field(
+        report, 'reported_only_by_field',
+        lambda finding: finding.reported_only,
+        'Instances whose spec field drifted and was only reported, never '
+        'written (a zone pin under --az-policy report), in the last run; '
+        'drift_by_field counts them too.')
     metric = '%s_cell_failed' % _PREFIX
     lines.append('# HELP %s 1 if the cell could not be processed.' % metric)
     lines.append('# TYPE %s gauge' % metric)
@@ -87,6 +81,24 @@ def render(report, exit_code, duration, finished_at, dry_run):
         lines.append('# TYPE %s gauge' % metric)
         lines.append('%s %s' % (metric, value))
     return '\n'.join(lines) + '\n'
+
+
+def _by_field(report, name, fields_of, help_text):
+    """The lines of a per-cell, per-field count of drifted findings."""
+    counts = {}
+    for finding in report.findings:
+        if finding.status in (Status.DRIFTED, Status.HEALED):
+            for field in fields_of(finding):
+                key = (finding.cell_uuid, field)
+                counts[key] = counts.get(key, 0) + 1
+    metric = '%s_%s' % (_PREFIX, name)
+    lines = ['# HELP %s %s' % (metric, help_text),
+             '# TYPE %s gauge' % metric]
+    for (cell_uuid, field), count in sorted(
+            counts.items(), key=lambda item: (str(item[0][0]), item[0][1])):
+        lines.append('%s{cell_uuid="%s",field="%s"} %d'
+                     % (metric, _label(cell_uuid), _label(field), count))
+    return lines
 
 
 def write(path, text, success_timestamp=None):

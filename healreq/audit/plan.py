@@ -56,7 +56,7 @@ def write_plan(path, run_id, planned, az_policy):
             'action': (audit_store.INSERT if spec_row is None
                        else audit_store.UPDATE),
             'spec_id': None if spec_row is None else spec_row['id'],
-            'fields': finding.drift,
+            'fields': finding.rewritten,
             'reason': finding.reason,
             'summary': [str(change) for change in finding.changes],
             'before_digest': audit_store.digest(before),

@@ -28,6 +28,7 @@ def _finding_dict(finding):
         'cell_uuid': finding.cell_uuid,
         'status': finding.status.value,
         'drift': finding.drift,
+        'reported_only': finding.reported_only,
         'reason': finding.reason,
         'detail': finding.detail,
         'changes': [{'field': c.field, 'before': c.before, 'after': c.after}

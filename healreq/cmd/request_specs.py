@@ -88,23 +88,33 @@ def _add_selection_options(parser):
                         default=','.join(field_checks.FIELD_NAMES),
                         help='Comma-separated RequestSpec fields to check '
                              'and heal (default: all): %s. The JSON report '
-                             'names drifted fields exactly so.'
+                             'names drifted fields exactly so, and a spec '
+                             'recreated whole (--create-missing) as spec. '
+                             'The other fields of a spec are never checked: '
+                             'they come from the boot request or Neutron, '
+                             'or Nova ignores them (see "Fields that stay '
+                             'out, and why" in the heal reference).'
                              % ', '.join(field_checks.FIELD_NAMES))
     parser.add_argument('--az-policy', choices=field_checks.AZ_POLICIES,
                         default=field_checks.AZ_REPORT,
                         help='What to do with a pinned availability zone '
                              '(the spec\'s availability_zone) that differs '
-                             'from the zone the instance is in: report it '
-                             '(default; it counts as drift, nothing is '
-                             'rewritten), repin it to the instance\'s '
-                             'zone, or unpin it (null).')
+                             'from the zone the instance is in '
+                             '(az-pin-differs): report it (default; it '
+                             'counts as drift and is listed in '
+                             'reported_only, the pin is not rewritten, '
+                             'other drifted fields are healed, note '
+                             'az-pin-left), repin it to the instance\'s '
+                             'current zone, or unpin it (null).')
     parser.add_argument('--create-missing', action='store_true',
                         help='Recreate the request spec of an instance '
                              'that has none, from its instance record, as '
                              'Nova builds one from components (the pinned '
                              'zone: the instance\'s, or none with '
-                             '--az-policy unpin). Without it, a missing '
-                             'spec is an error (spec-missing).')
+                             '--az-policy unpin), reported healed with '
+                             'reason spec-missing and drift spec. Without '
+                             'it, a missing spec is an error '
+                             '(spec-missing).')
     parser.add_argument('--target-release', metavar='RELEASE',
                         help='Apply the rules and object versions of this '
                              'Nova release (series, codename or Nova '

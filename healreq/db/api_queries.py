@@ -132,17 +132,27 @@ def get_host_zones(conn, hosts):
     return found
 
 
-def get_zone_names(conn):
-    """Every availability zone an aggregate with a host in it carries.
+def get_zones(conn):
+    """Every availability zone an aggregate carries, by whether it is used.
 
-    A zone whose aggregates hold no host exists for no instance: a pin
-    to it makes every move fail, as a pin to a zone gone does.
+    Returns ``(held, hostless)``: the zones some aggregate with a host in
+    it carries, and those only aggregates without a host carry. A zone
+    of the second kind exists for no instance: Nova's scheduler still
+    requires its aggregates, and a pin to it makes every move fail.
     """
     metadata, hosts = tables.aggregate_metadata, tables.aggregate_hosts
-    query = sa.select(metadata.c.value).select_from(metadata.join(
-        hosts, hosts.c.aggregate_id == metadata.c.aggregate_id)).where(
+    query = sa.select(
+        metadata.c.value,
+        hosts.c.aggregate_id.isnot(None).label('held')).select_from(
+        metadata.outerjoin(
+            hosts, hosts.c.aggregate_id == metadata.c.aggregate_id)).where(
         metadata.c.key == _ZONE_KEY).distinct()
-    return {row.value for row in conn.execute(query)}
+    held, carried = set(), set()
+    for row in conn.execute(query):
+        carried.add(row.value)
+        if row.held:
+            held.add(row.value)
+    return frozenset(held), frozenset(carried - held)
 
 
 def get_instance_mappings(conn, instance_uuids):

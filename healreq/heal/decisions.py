@@ -65,9 +65,11 @@ class InstanceRecord:
     # Nova's) and which group uuids named by the batch's specs exist.
     groups: list = dataclasses.field(default_factory=list)
     known_groups: frozenset = frozenset()
-    # The zones of its host's aggregates, and every zone of any aggregate.
+    # The zones of its host's aggregates; every zone an aggregate with a
+    # host carries; the zones only aggregates without hosts carry.
     host_zones: list = dataclasses.field(default_factory=list)
     zones: frozenset = frozenset()
+    hostless_zones: frozenset = frozenset()
 
 
 @dataclasses.dataclass
@@ -175,7 +177,19 @@ def evaluate(record, cell, now, settings, profile=None):
     finding.changes = changes
     finding.reason, finding.detail = _likely_cause(spec, current, record,
                                                    changes)
+    if finding.reported_only and finding.rewritten:
+        finding.notes.append(_pin_left(changes))
     return Evaluation(finding, new_spec)
+
+
+def _pin_left(changes):
+    """The note of a pin left as it is while other fields are healed."""
+    pin = next(c for c in changes if not c.rewritten)
+    return Note('az-pin-left', (
+        'the pin %s differs from the instance\'s zone (az-pin-differs) '
+        'and is left as --az-policy report says; only %s %s healed'
+        % (pin.before, ', '.join(c.field for c in changes if c.rewritten),
+           'is' if sum(c.rewritten for c in changes) == 1 else 'are')))
 
 
 def _recreated(record, current, settings, profile, finding):
@@ -193,12 +207,10 @@ def _recreated(record, current, settings, profile, finding):
 
 
 def _spec_notes(spec, inputs, settings):
-    """What is worth knowing about zones and groups, drift or not."""
+    """What is worth knowing about zones, drift or not."""
     notes = []
     if 'availability_zone' in settings.checked_fields:
         notes.extend(field_checks.zone_notes(spec, inputs))
-    if 'instance_group' in settings.checked_fields:
-        notes.extend(field_checks.group_notes(spec, inputs))
     return notes
 
 
@@ -223,6 +235,7 @@ def _inputs(record, current, settings, release, checked_fields=None):
         extra_pci_requests=extra.get('pci_requests'), release=release,
         groups=tuple(record.groups), known_groups=record.known_groups,
         host_zones=tuple(record.host_zones), zones=record.zones,
+        hostless_zones=record.hostless_zones,
         default_zone=settings.default_zone, az_policy=settings.az_policy)
 
 
@@ -446,6 +459,10 @@ def _likely_cause(spec, current, record, changes):
     if flavor_cause is not None:
         return flavor_cause
     fields = {change.field for change in changes}
+    if 'instance_group' in fields and not record.groups:
+        return ('group-without-uuid', 'the spec holds a server group '
+                'without uuid or group hint, which Nova cannot load, and '
+                'the instance is a member of no group')
     if 'instance_group' in fields:
         return ('group-lost', 'the spec does not name the server group of '
                 'which the instance is a member (moves then fail, and a '

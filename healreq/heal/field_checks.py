@@ -116,9 +116,11 @@ class Inputs:
     # Which group uuids the API database holds, of those specs name.
     known_groups: frozenset = frozenset()
     # The availability zones of its host's aggregates; every zone some
-    # aggregate carries; the zone of hosts in none.
+    # aggregate with a host carries; the zones only aggregates without
+    # hosts carry; the zone of hosts in none.
     host_zones: tuple = ()
     zones: frozenset = frozenset()
+    hostless_zones: frozenset = frozenset()
     default_zone: str = DEFAULT_ZONE
     az_policy: str = AZ_REPORT
 
@@ -567,7 +569,7 @@ def check_availability_zone(spec, inputs, profile):
     if inputs.az_policy == AZ_REPORT:
         return (FieldChange('availability_zone', pinned,
                             '%s (not rewritten: --az-policy report)'
-                            % current), {})
+                            % current, rewritten=False), {})
     target = current if inputs.az_policy == AZ_REPIN else None
     return (FieldChange('availability_zone', pinned, str(target)),
             {'availability_zone': target})
@@ -589,7 +591,7 @@ def pinned_zone(spec):
 
 
 def zone_notes(spec, inputs):
-    """Notes on zones: a pin no aggregate carries, a host's other zone."""
+    """Notes on zones: a pin no host can satisfy, a host's other zone."""
     notes = []
     try:
         pinned = pinned_zone(spec)
@@ -597,11 +599,8 @@ def zone_notes(spec, inputs):
         pinned = None
     if (pinned is not None and pinned not in inputs.zones
             and pinned != inputs.default_zone):
-        notes.append(Note('az-pin-gone', (
-            'the pinned zone %s is carried by no aggregate that has a '
-            'host: Nova from '
-            '2023.1 on schedules the instance anywhere, and Zed\'s '
-            'AvailabilityZoneFilter, if enabled, nowhere' % pinned)))
+        notes.append(Note('az-pin-gone', _gone_zone(
+            pinned, pinned in inputs.hostless_zones)))
     instance = inputs.instance
     if instance['host'] is not None and instance['availability_zone']:
         zone = (inputs.host_zones[0] if inputs.host_zones
@@ -612,6 +611,23 @@ def zone_notes(spec, inputs):
                 'instances.availability_zone is %s'
                 % (instance['host'], zone, instance['availability_zone']))))
     return notes
+
+
+def _gone_zone(pinned, hostless):
+    """The detail of ``az-pin-gone``: what Nova's scheduler does.
+
+    Nova's map_az_to_placement_aggregate pre-filter (on by default since
+    Xena, the only zone filter from 2023.1 on) requires the aggregates
+    that carry the pinned zone, and requires nothing when none does.
+    """
+    if hostless:
+        return ('the pinned zone %s is carried only by aggregates that hold '
+                'no host: Nova\'s scheduler still requires those aggregates, '
+                'so every move fails with NoValidHost' % pinned)
+    return ('the pinned zone %s is carried by no aggregate: Nova\'s '
+            'scheduler then requires none and may place the instance on '
+            'any host, ignoring the pin (on Zed, an enabled '
+            'AvailabilityZoneFilter finds no host instead)' % pinned)
 
 
 def check_instance_group(spec, inputs, profile):
@@ -653,17 +669,25 @@ def check_instance_group(spec, inputs, profile):
 
 
 def _not_a_member(spec, named, inputs):
-    """A spec of an instance in no group: only a nameless group drifts."""
+    """A spec of an instance in no group: only a nameless group drifts.
+
+    A spec naming a group, existing or deleted, is an error: the
+    instance's membership does not say which group it should name.
+    """
     if named.has_group and named.uuid is None:
         # Nova cannot load it (bug 1830747); the instance has no group.
         return (FieldChange('instance_group', 'a group without uuid or '
                             'hint', 'none'), {'instance_group': None})
     group = named.uuid if named.has_group else named.hint
-    if group is not None and group in inputs.known_groups:
-        raise DerivationError('spec-group-not-member', (
-            'the spec names group %s, but the instance is a member of no '
-            'group; left alone' % group))
-    return None
+    if group is None:
+        return None
+    if group not in inputs.known_groups:
+        raise DerivationError('spec-group-gone', (
+            'the spec names group %s, which no longer exists, and the '
+            'instance is a member of no group; left alone' % group))
+    raise DerivationError('spec-group-not-member', (
+        'the spec names group %s, but the instance is a member of no '
+        'group; left alone' % group))
 
 
 def named_groups(spec):
@@ -673,25 +697,6 @@ def named_groups(spec):
     except primitive.PrimitiveError:
         return set()
     return {uuid for uuid in (named.uuid, named.hint) if uuid}
-
-
-def group_notes(spec, inputs):
-    """A note for a spec naming a deleted group (Nova drops it on load).
-
-    Only for an instance in no group; for a member it is an error.
-    """
-    if inputs.groups:
-        return []
-    try:
-        named = spec.named_group()
-    except primitive.PrimitiveError:
-        return []
-    group = named.uuid if named.has_group else named.hint
-    if group is None or group in inputs.known_groups:
-        return []
-    return [Note('spec-group-gone', 'the spec names group %s, which no '
-                 'longer exists; Nova drops it when it loads the spec'
-                 % group)]
 
 
 def group_to_store(group, profile):

@@ -53,6 +53,13 @@ REASONS = {
             'instance is a member (instance_group null or without uuid, or '
             'no group scheduler hint): moves fail in the conductor, and a '
             'forced evacuation ignores the group\'s policy',
+        'group-without-uuid':
+            'the spec holds a server group without uuid and without a '
+            'group scheduler hint (the shape of bug 1830747) while the '
+            'instance is a member of no group: Nova cannot load the spec '
+            '(GET /servers/{id} fails from microversion 2.96, and so do '
+            'moves); the group is removed (instance_group null), as Nova '
+            'stores it for an instance in no group',
         'az-pin-differs':
             'the pinned availability zone (the spec\'s availability_zone) '
             'is not the zone the instance is in, as after a forced live '
@@ -126,13 +133,17 @@ REASONS = {
             'Nova never changes the owner, so this is corruption for a '
             'human to look at',
         'spec-group-not-member':
-            'the spec names a server group of which the instance is not a '
-            'member (it is in another group, or in none); nothing is '
-            'written',
+            'the spec names a server group (as its instance_group or its '
+            'group scheduler hint) of which the instance is not a member: '
+            'it is in another group, or in none. Membership does not say '
+            'which group the spec should name; nothing is written',
         'spec-group-gone':
-            'the spec names a server group that no longer exists, while '
-            'the instance is a member of another: moves fail; nothing is '
-            'written',
+            'the spec names a server group (as its instance_group or its '
+            'group scheduler hint) that no longer exists, whether the '
+            'instance is a member of another group or of none. Nova\'s '
+            'RequestSpec loading then sets instance_group to null but '
+            'keeps the group hint, and the compute\'s group policy check '
+            'fails to find the group by that hint; nothing is written',
         'group-unloadable':
             'the server group of the instance has policy rules Nova cannot '
             'load',
@@ -212,17 +223,20 @@ NOTES = {
         'progress',
     'forced': '--force overrode a skip rule for this instance',
     'az-pin-gone':
-        'the pinned zone is carried by no aggregate that has a host: Nova '
-        'from 2023.1 on '
-        'then schedules the instance anywhere, ignoring the pin; Zed\'s '
-        'AvailabilityZoneFilter, if enabled, finds no host',
+        'no host is in the pinned zone. If only aggregates without a host '
+        'carry it, Nova\'s scheduler still requires those aggregates and '
+        'every move fails with NoValidHost; if no aggregate carries it, '
+        'the scheduler requires none and may place the instance on any '
+        'host, ignoring the pin (on Zed, an enabled AvailabilityZoneFilter '
+        'finds no host instead)',
+    'az-pin-left':
+        'the pin differs from the instance\'s zone (az-pin-differs) and '
+        'is left as --az-policy report says, while the other drifted '
+        'fields are healed: availability_zone stays in drift and in '
+        'reported_only, and the next run reports the pin again',
     'host-az-differs':
         'the zone of the instance\'s host by its aggregates is not '
         'instances.availability_zone',
-    'spec-group-gone':
-        'the spec names a server group that no longer exists, and the '
-        'instance is in no group: Nova drops the group when it loads the '
-        'spec',
     'already-written':
         'revert or apply: the row already holds the value to write (the '
         'run was reverted, or the plan applied, before)',
@@ -237,10 +251,15 @@ class Note:
 
 @dataclasses.dataclass(frozen=True)
 class FieldChange:
-    """One drifted RequestSpec field, as shown to the operator."""
+    """One drifted RequestSpec field, as shown to the operator.
+
+    ``rewritten`` is False for drift that is only reported (a zone pin
+    under --az-policy report): it counts, and nothing is written for it.
+    """
     field: str
     before: str
     after: str
+    rewritten: bool = True
 
     def __str__(self):
         return '%s: %s -> %s' % (self.field, self.before, self.after)
@@ -259,7 +278,19 @@ class Finding:
 
     @property
     def drift(self):
+        """Every drifted field, rewritten or only reported."""
         return [change.field for change in self.changes]
+
+    @property
+    def reported_only(self):
+        """The drifted fields that are reported and never written."""
+        return [change.field for change in self.changes
+                if not change.rewritten]
+
+    @property
+    def rewritten(self):
+        """The drifted fields a heal writes (with --dry-run: would)."""
+        return [change.field for change in self.changes if change.rewritten]
 
 
 @dataclasses.dataclass

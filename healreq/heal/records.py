@@ -233,7 +233,7 @@ def read_api_rows(api_engine, instances, checked_fields):
                            if checked & field_checks.NEEDS_GROUPS else {}),
                 'zones': (_zones(conn, instances)
                           if checked & field_checks.NEEDS_ZONES
-                          else ({}, ())),
+                          else ({}, (), ())),
             }
 
 
@@ -256,7 +256,8 @@ def assemble_records(api_engine, page, checked_fields):
                 uuid, frozenset()),
             groups=groups.get(uuid, []),
             host_zones=zones[0].get(instance['host'], []),
-            zones=zones[1], **cell_fields(page.cell_rows, uuid))
+            zones=zones[1], hostless_zones=zones[2],
+            **cell_fields(page.cell_rows, uuid))
         decisions.parse_spec(record)
         records.append(record)
     if set(checked_fields) & field_checks.NEEDS_GROUPS:
@@ -265,10 +266,13 @@ def assemble_records(api_engine, page, checked_fields):
 
 
 def _zones(conn, instances):
-    """``({host: [zone]}, every zone)`` for a batch's instances."""
+    """``({host: [zone]}, zones held, zones hostless)`` for a batch.
+
+    See api_queries.get_zones for the last two.
+    """
     hosts = [i['host'] for i in instances if i['host'] is not None]
-    return (api_queries.get_host_zones(conn, hosts) if hosts else {},
-            frozenset(api_queries.get_zone_names(conn)))
+    return ((api_queries.get_host_zones(conn, hosts) if hosts else {},)
+            + api_queries.get_zones(conn))
 
 
 def _learn_known_groups(api_engine, records):

@@ -357,12 +357,13 @@ class Walker(object):
         if record.spec_row is None:
             change = spec_writer.Change(
                 instance_uuid=finding.instance_uuid, spec_id=None,
-                fields=finding.drift, before=None, after=evaluation.new_spec,
+                fields=finding.rewritten, before=None,
+                after=evaluation.new_spec,
                 action=spec_writer.INSERT)
         else:
             change = spec_writer.Change(
                 instance_uuid=finding.instance_uuid,
-                spec_id=record.spec_row['id'], fields=finding.drift,
+                spec_id=record.spec_row['id'], fields=finding.rewritten,
                 before=record.spec_row['spec'], after=evaluation.new_spec)
         if not self.writer.write(
                 change, finding,

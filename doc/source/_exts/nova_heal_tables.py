@@ -87,7 +87,10 @@ def sample_metrics():
     report = findings.RunReport(dry_run=True, cells=[cell], findings=[
         findings.Finding('INSTANCE_UUID', 'CELL_UUID',
                          findings.Status.DRIFTED, 'spec-drift',
-                         changes=[findings.FieldChange('flavor', 'a', 'b')])])
+                         changes=[findings.FieldChange('flavor', 'a', 'b'),
+                                  findings.FieldChange(
+                                      'availability_zone', 'az1', 'az2',
+                                      rewritten=False)])])
     text = metrics.render(report, int(exception.ExitCode.HEALED), 1.0, 0,
                           True)
     with tempfile.TemporaryDirectory() as directory:

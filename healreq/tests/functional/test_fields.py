@@ -441,10 +441,10 @@ class FieldsOptionTest(_FieldsTestCase):
 class PerRequestFieldsTest(_FieldsTestCase):
     """What only the boot request said is never derived nor rewritten.
 
-    The pinned zone, which differs from the instance's, is checked in
-    test_whole_spec (reported, rewritten only as --az-policy says); here
-    the other fields are. The group the spec names does not exist and the
-    instance is in none: Nova drops it.
+    The pinned zone, which differs from the instance's, and the group the
+    spec names, which no longer exists while the instance is in none (an
+    error, spec-group-gone), are checked in test_whole_spec; here the
+    other fields are.
     """
 
     PER_REQUEST = {
@@ -488,7 +488,7 @@ class PerRequestFieldsTest(_FieldsTestCase):
              ('is_bfv', 'True', 'False'),
              ('user_id', 'None', dep.USER_ID)], '--fields', ','.join(
                  f for f in field_checks.FIELD_NAMES
-                 if f != 'availability_zone'))
+                 if f not in ('availability_zone', 'instance_group')))
         for key, value in self.PER_REQUEST.items():
             self.assertEqual(value, after[DATA][key], key)
         healed = ('flavor', 'image', 'is_bfv', 'user_id')

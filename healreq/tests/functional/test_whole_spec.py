@@ -82,14 +82,19 @@ class AvailabilityZoneTest(_WholeSpecCase):
             change, = document['results'][0]['changes']
             self.assertEqual(('az1', 'az2 (not rewritten: --az-policy '
                               'report)'), (change['before'], change['after']))
+            self.assertEqual((['availability_zone'], []),
+                             (document['results'][0]['reported_only'],
+                              document['results'][0]['notes']))
             self.assertEqual(self.originals, self.all_spec_texts())
         self.assertEqual([], self.audit_show(document['run_id'])['changes'])
         metrics = os.path.join(self.state_path, 'heal.prom')
         self.heal('--metrics-file', metrics)
         with open(metrics) as handle:
-            self.assertIn('nova_heal_request_specs_drift_by_field{cell_uuid='
-                          '"%s",field="availability_zone"} 1'
-                          % self.cell1.uuid, handle.read())
+            text = handle.read()
+        for metric in ('drift_by_field', 'reported_only_by_field'):
+            self.assertIn('nova_heal_request_specs_%s{cell_uuid="%s",'
+                          'field="availability_zone"} 1'
+                          % (metric, self.cell1.uuid), text)
 
     def heal_pins(self, policy):
         """Dry run, then heal under ``policy``; the audit holds the change.
@@ -105,6 +110,7 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual([(self.moved, 'healed', 'az-pin-differs',
                            ['availability_zone'])], self.results(document))
+        self.assertEqual([], document['results'][0]['reported_only'])
         change, = self.audit_show(document['run_id'])['changes']
         self.assertEqual(
             ('applied', ['availability_zone'], self.originals[self.moved],
@@ -140,6 +146,58 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertEqual('az2', self.data(self.moved)['availability_zone'])
         self.assertEqual(4, self.heal('--az-policy', 'repin').code)
 
+    def test_mixed_drift_heals_the_rest_and_leaves_the_pin(self):
+        mixed = self.add_consistent(
+            self.cell2, host='compute-2', availability_zone='az2',
+            spec_fields=dict(availability_zone='az1', is_bfv=True))
+        originals = self.all_spec_texts()
+
+        def mixed_result(document):
+            return next(r for r in document['results']
+                        if r['instance_uuid'] == mixed)
+
+        metrics = os.path.join(self.state_path, 'heal.prom')
+        for args in (('--dry-run',), ('--metrics-file', metrics)):
+            result, document = self.heal_json(*args)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            found = mixed_result(document)
+            self.assertEqual(
+                ('drifted' if '--dry-run' in args else 'healed',
+                 'spec-drift', ['is_bfv', 'availability_zone'],
+                 ['availability_zone']),
+                (found['status'], found['reason'], found['drift'],
+                 found['reported_only']))
+            note, = [n for n in found['notes'] if n['code'] == 'az-pin-left']
+            self.assertIn('the pin az1 differs', note['detail'])
+            self.assertIn('only is_bfv is healed', note['detail'])
+        heal_run = document['run_id']
+        data = self.data(mixed)
+        self.assertEqual((False, 'az1'),
+                         (data['is_bfv'], data['availability_zone']))
+        change, = self.audit_show(heal_run)['changes']
+        self.assertEqual((mixed, ['is_bfv']),
+                         (change['instance_uuid'], change['fields']))
+        with open(metrics) as handle:
+            text = handle.read()
+        for metric, field in (('drift_by_field', 'is_bfv'),
+                              ('drift_by_field', 'availability_zone'),
+                              ('reported_only_by_field',
+                               'availability_zone')):
+            self.assertIn('nova_heal_request_specs_%s{cell_uuid="%s",'
+                          'field="%s"} 1' % (metric, self.cell2.uuid, field),
+                          text)
+        self.assertNotIn('reported_only_by_field{cell_uuid="%s",'
+                         'field="is_bfv"}' % self.cell2.uuid, text)
+        # A verification run still reports the pin the heal left.
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        found = mixed_result(document)
+        self.assertEqual(('drifted', 'az-pin-differs', ['availability_zone'],
+                          ['availability_zone'], []),
+                         (found['status'], found['reason'], found['drift'],
+                          found['reported_only'], found['notes']))
+        self.assert_reverted(heal_run, originals)
+
     def test_notes_on_a_vanished_zone_and_a_moved_host(self):
         with self.deployment.api_engine.begin() as conn:
             conn.execute(tables.aggregate_metadata.update().values(
@@ -153,7 +211,9 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assertIn((self.pinned, 'az-pin-gone'), notes)
         self.assertIn((self.pinned, 'host-az-differs'), notes)
         self.assertNotIn((self.unpinned, 'host-az-differs'), notes)
-        self.assertIn('the pinned zone az1 is carried by no aggregate',
+        self.assertIn('the pinned zone az1 is carried by no aggregate: '
+                      'Nova\'s scheduler then requires none and may place '
+                      'the instance on any host',
                       self.heal('--dry-run').stdout)
 
     def test_a_zone_whose_aggregates_hold_no_host_is_gone(self):
@@ -166,6 +226,13 @@ class AvailabilityZoneTest(_WholeSpecCase):
                  for note in n['notes']}
         self.assertIn((self.moved, 'az-pin-gone'), notes)
         self.assertNotIn((self.unpinned, 'az-pin-gone'), notes)
+        detail, = [note['detail'] for r in document['results']
+                   if r['instance_uuid'] == self.moved
+                   for note in r['notes'] if note['code'] == 'az-pin-gone']
+        self.assertEqual('the pinned zone az1 is carried only by aggregates '
+                         'that hold no host: Nova\'s scheduler still '
+                         'requires those aggregates, so every move fails '
+                         'with NoValidHost', detail)
 
     def test_fields_option(self):
         result, document = self.heal_json('--fields', 'flavor,image')
@@ -299,15 +366,68 @@ class ServerGroupTest(_WholeSpecCase):
                          self.results(document))
         self.assertEqual(before, self.deployment.spec_text(self.lost))
 
-    def test_deleted_group_of_a_non_member_is_a_notice(self):
-        alone = self.add_consistent(self.cell1)
+    def test_deleted_group_named_for_an_instance_in_none(self):
+        # As its instance_group (with the hint) or as the hint alone: an
+        # error of its own, counted in the exit code, nothing written.
         gone = '7f0c7d0e-52f2-4b1e-9c4a-0f1e2d3c4b5a'
-        self.set_group(alone, dep.stored_group(gone, 'old'), {'group': [gone]})
-        result, document = self.heal_json('--fields', 'instance_group',
-                                          '--dry-run')
-        self.assertEqual([(alone, 'spec-group-gone')],
-                         [(n['instance_uuid'], n['notes'][0]['code'])
-                          for n in document['notices']])
+        whole = self.add_consistent(self.cell1)
+        self.set_group(whole, dep.stored_group(gone, 'old'),
+                       {'group': [gone]})
+        hinted = self.add_consistent(self.cell2)
+        self.set_group(hinted, None, {'group': [gone]})
+        originals = self.all_spec_texts()
+        for args in (('--dry-run',), ()):
+            result, document = self.heal_json('--fields', 'instance_group',
+                                              *args)
+            self.assertEqual(2, result.code, result.stdout + result.stderr)
+            self.assertEqual(
+                sorted([(whole, 'error', 'spec-group-gone', []),
+                        (hinted, 'error', 'spec-group-gone', []),
+                        (self.lost, 'drifted' if args else 'healed',
+                         'group-lost', ['instance_group'])]),
+                sorted(self.results(document)))
+            self.assertEqual([], document['notices'])
+            details = {r['instance_uuid']: r['detail']
+                       for r in document['results']}
+            for uuid in (whole, hinted):
+                self.assertIn('%s, which no longer exists, and the '
+                              'instance is a member of no group' % gone,
+                              details[uuid])
+                self.assertEqual(originals[uuid],
+                                 self.deployment.spec_text(uuid))
+            self.assertEqual(2, document['summary']['errors'])
+
+    def test_group_without_uuid_for_an_instance_in_none(self):
+        alone = self.add_consistent(self.cell1)
+        group = dep.stored_group(self.group, 'web')
+        del group[DATA]['uuid']
+        self.set_group(alone, group, {'same_host': ['x']})
+        originals = self.all_spec_texts()
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn((alone, 'drifted', 'group-without-uuid',
+                       ['instance_group']), self.results(document))
+        result, document = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn((alone, 'healed', 'group-without-uuid',
+                       ['instance_group']), self.results(document))
+        healed = self.data(alone)
+        self.assertEqual((None, {'same_host': ['x']}),
+                         (healed['instance_group'],
+                          healed['scheduler_hints']))
+        self.assertEqual(4, self.heal().code)
+        self.assert_reverted(document['run_id'], originals)
+
+    def test_existing_group_named_by_the_hint_alone(self):
+        alone = self.add_consistent(self.cell1)
+        other = self.deployment.add_group('db', policy='affinity')
+        self.set_group(alone, None, {'group': [other]})
+        before = self.deployment.spec_text(alone)
+        result, document = self.heal_json('--dry-run')
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertIn((alone, 'error', 'spec-group-not-member', []),
+                      self.results(document))
+        self.assertEqual(before, self.deployment.spec_text(alone))
 
 
 class MissingSpecTest(_WholeSpecCase):

@@ -627,3 +627,68 @@ class SystemMetadataValuesTest(testtools.TestCase):
         self.assertEqual(
             {'a': '2', 'b': '4'}, decisions.system_metadata_values(
                 [('a', '1', 0), ('b', '3', 5), ('a', '2', 0), ('b', '4', 6)]))
+
+
+def _pinned(zone, spec_flavor=A2_MEDIUM):
+    """An a2.medium record on a host of az2 whose spec pins ``zone``."""
+    spec = dep.request_spec(INSTANCE_UUID, copy.deepcopy(spec_flavor),
+                            spec_id=7, availability_zone=zone)
+    record = _record(spec=json.dumps(spec), availability_zone='az2')
+    record.zones = frozenset(['az2'])
+    record.host_zones = ['az2']
+    return record
+
+
+class ZoneTest(testtools.TestCase):
+    """Zone pins: the note per case, and a pin left under report."""
+
+    def notes(self, record):
+        finding = _evaluate(record, checked_fields=(
+            'availability_zone',)).finding
+        return [(note.code, note.detail) for note in finding.notes]
+
+    def test_a_zone_no_aggregate_carries(self):
+        code, detail = self.notes(_pinned('az1'))[0]
+        self.assertEqual('az-pin-gone', code)
+        self.assertEqual(
+            'the pinned zone az1 is carried by no aggregate: Nova\'s '
+            'scheduler then requires none and may place the instance on '
+            'any host, ignoring the pin (on Zed, an enabled '
+            'AvailabilityZoneFilter finds no host instead)', detail)
+
+    def test_a_zone_whose_aggregates_hold_no_host(self):
+        record = _pinned('az1')
+        record.hostless_zones = frozenset(['az1'])
+        code, detail = self.notes(record)[0]
+        self.assertEqual('az-pin-gone', code)
+        self.assertEqual(
+            'the pinned zone az1 is carried only by aggregates that hold '
+            'no host: Nova\'s scheduler still requires those aggregates, so '
+            'every move fails with NoValidHost', detail)
+
+    def test_a_zone_with_a_host_or_the_default_zone_is_not_gone(self):
+        for zone in ('az2', 'nova'):
+            self.assertEqual([], self.notes(_pinned(zone)))
+
+    def test_pin_left_when_other_fields_are_healed(self):
+        record = _pinned('az1', spec_flavor=E2_MEDIUM)
+        record.zones = frozenset(['az1', 'az2'])
+        evaluation = _evaluate(record, checked_fields=(
+            'flavor', 'availability_zone'))
+        finding = evaluation.finding
+        self.assertEqual(
+            (Status.DRIFTED, 'spec-drift', ['flavor', 'availability_zone'],
+             ['availability_zone'], ['flavor']),
+            (finding.status, finding.reason, finding.drift,
+             finding.reported_only, finding.rewritten))
+        self.assertEqual(['az-pin-left'], [n.code for n in finding.notes])
+        healed = json.loads(evaluation.new_spec)[primitive.DATA]
+        self.assertEqual('az1', healed['availability_zone'])
+        # Alone, the pin is the reason and nothing is written.
+        record = _pinned('az1')
+        record.zones = frozenset(['az1', 'az2'])
+        evaluation = _evaluate(record, checked_fields=('availability_zone',))
+        finding = evaluation.finding
+        self.assertEqual(('az-pin-differs', ['availability_zone'], [], None),
+                         (finding.reason, finding.reported_only,
+                          finding.notes, evaluation.new_spec))

@@ -575,6 +575,7 @@ class GeneratedPagesTest(testtools.TestCase):
                 '.. nova-heal-exit-codes:: revert-apply'),
             'doc/source/cli/nova-heal.rst': (
                 '.. nova-heal-cli:: synopsis', '.. nova-heal-cli:: commands',
+                '.. nova-heal-reason-codes::',
                 '.. nova-heal-exit-codes:: request-specs',
                 '.. nova-heal-exit-codes:: revert-apply'),
             'doc/source/install/index.rst': (

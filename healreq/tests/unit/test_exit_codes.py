@@ -80,6 +80,19 @@ class ExitCodeForTest(testtools.TestCase):
         self.assertEqual(ExitCode.HEALED, common.exit_code_for(
             _report(Status.DRIFTED, dry_run=True)))
 
+    def test_report_only_drift_exits_0_and_says_so(self):
+        # A pin under --az-policy report stays drifted in every run: a
+        # verification never reaches 4 while it remains.
+        report = _report(Status.DRIFTED)
+        report.findings[0].changes = [findings.FieldChange(
+            'availability_zone', 'az1', 'az2', rewritten=False)]
+        self.assertEqual(ExitCode.HEALED, common.exit_code_for(report))
+        meaning = exception.MEANINGS[ExitCode.HEALED]
+        self.assertIn('only reported', meaning.text)
+        self.assertIn('reported_only', meaning.text)
+        self.assertIn('Report-only drift keeps the verification at 0',
+                      meaning.action)
+
     def test_more_remain(self):
         self.assertEqual(ExitCode.MAX_COUNT_REACHED, common.exit_code_for(
             _report(Status.HEALED, more_remain=True)))
