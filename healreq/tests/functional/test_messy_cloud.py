@@ -169,6 +169,13 @@ class MessyCloudTest(audit_case.AuditTestCase):
         self.assertEqual(('refused', self.originals[self.locked]), (
             changes[self.locked]['state'], changes[self.locked]['before']))
         findings = {f['instance_uuid']: f for f in shown['findings']}
+        # Every result of the report is recorded as it was reported, and
+        # nothing else.
+        self.assertEqual(
+            {r['instance_uuid']: (r['status'], r['reason'])
+             for r in document['results']},
+            {uuid: (f['status'], f['reason'])
+             for uuid, f in findings.items()})
         self.assertEqual(('conflict', 'spec-locked'), (
             findings[self.locked]['status'],
             findings[self.locked]['reason']))
