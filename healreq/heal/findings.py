@@ -140,10 +140,14 @@ REASONS = {
         'spec-group-gone':
             'the spec names a server group (as its instance_group or its '
             'group scheduler hint) that no longer exists, whether the '
-            'instance is a member of another group or of none. Nova\'s '
-            'RequestSpec loading then sets instance_group to null but '
-            'keeps the group hint, and the compute\'s group policy check '
-            'fails to find the group by that hint; nothing is written',
+            'instance is a member of another group or of none. Nova '
+            'loads such a spec without the group, and without the group '
+            'hint unless the hint alone names it, and an evacuation\'s '
+            'destination finds no group by a hint it kept. Moves succeed '
+            'and ignore the deleted group\'s policy; a cold migration of '
+            'a spec whose instance_group names it saves the spec without '
+            'group or hint. Membership does not say which group the spec '
+            'should name; nothing is written',
         'group-unloadable':
             'the server group of the instance has policy rules Nova cannot '
             'load',

@@ -18,7 +18,9 @@ real API (through wsgi-intercept), conductor, scheduler and fake-driver
 computes against an in-process placement. Nova's own paths produce the
 drift (a forced cross-zone live migration at 2.67; a spec that lost its
 group or its row, set in the database); nova-heal heals it; then the
-same services move the servers again.
+same services move the servers again. A spec naming a group deleted
+through the API is an error nova-heal leaves alone; the same services
+show what its moves do.
 
 Only in the nova-compat environment (Nova 34.0.0), which installs what
 the framework needs besides nova (placement, oslotest, wsgi-intercept).
@@ -430,6 +432,98 @@ class RecreatedSpecTest(_Services):
                           'host3'], hosts)
 
 
+class DeletedGroupTest(_Services):
+    """Anti-affinity members whose group was deleted through the API.
+
+    Nova loads such a spec without the group and without its hint, so
+    nothing enforces the group's policy any more: each move of one member
+    may land on the other's host (host2, which the weights prefer).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.start_computes('host1', 'host2', 'host3')
+        self.group = self.at('2.64', 'post_server_groups', {
+            'name': 'web', 'policy': 'anti-affinity'})
+        self.server, self.peer = (
+            self._wait_for_state_change(self.admin_api.post_server({
+                'server': self._build_server(name=name, networks='none'),
+                'os:scheduler_hints': {'group': self.group['id']}}),
+                'ACTIVE') for name in ('server', 'peer'))
+        self.assertEqual(['host1', 'host2'], [
+            s['OS-EXT-SRV-ATTR:host'] for s in (self.server, self.peer)])
+        self.booted = self.spec(self.server)
+        self.assertEqual(({'group': [self.group['id']]}, self.group['id']), (
+            self.booted['scheduler_hints'],
+            self.booted['instance_group'][DATA]['uuid']))
+        # Any microversion deletes a group, members or not; Nova removes
+        # the memberships and leaves the members' specs as they are.
+        self.at('2.1', 'delete_server_group', self.group['id'])
+        self.assertEqual([], self.at('2.64', 'get_server_groups',
+                                     all_projects=True))
+        self.assertEqual(self.booted, self.spec(self.server))
+        self.gone = ('error', 'spec-group-gone')
+
+    def heal_errors(self, *args):
+        """Heal, which must exit 2; ``{uuid: (status, reason)}``."""
+        code, document = self.heal(*args)
+        self.assertEqual(2, code, document)
+        return {r['instance_uuid']: (r['status'], r['reason'])
+                for r in document['results']}
+
+    def heal_leaves_both(self):
+        self.assertEqual({self.server['id']: self.gone,
+                          self.peer['id']: self.gone}, self.heal_errors())
+
+    def test_reported_and_never_written(self):
+        expected = {self.server['id']: self.gone, self.peer['id']: self.gone}
+        self.assertEqual(expected, self.heal_errors('--dry-run'))
+        self.assertEqual(expected, self.heal_errors())
+        self.assertEqual(self.booted, self.spec(self.server))
+
+    def test_cold_migration_goes_to_the_peer_and_drops_the_group(self):
+        self.heal_leaves_both()
+        server = self._confirm_resize(self._migrate_server(self.server))
+        self.assertEqual('host2', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('host2', self.server_host(self.peer))
+        # The conductor saves the spec as Nova loaded it: no group, no
+        # hint. It is consistent from then on.
+        moved = self.spec(self.server)
+        self.assertEqual((None, {}), (moved['instance_group'],
+                                      moved['scheduler_hints']))
+        self.assertEqual({self.peer['id']: self.gone}, self.heal_errors())
+
+    def test_live_migration_goes_to_the_peer(self):
+        self.heal_leaves_both()
+        server = self._live_migrate(self.server)
+        self.assertEqual('host2', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(self.booted, self.spec(self.server))
+        self.heal_leaves_both()
+
+    def test_evacuation_goes_to_the_peer(self):
+        self.heal_leaves_both()
+        self.host_down('host1')
+        # Evacuated servers are stopped from 2.95 on.
+        server = self._evacuate_server(self.server, expected_host='host2')
+        self.assertNotIn('fault', server)
+        self.assertEqual(self.booted, self.spec(self.server))
+        self.heal_leaves_both()
+
+    def test_evacuation_with_the_hint_alone_goes_to_the_peer(self):
+        # A spec naming the deleted group by its hint alone: Nova keeps
+        # the hint, and the destination's group policy check, which
+        # looks the group up by it, finds none and lets the server in.
+        self.edit_spec(self.server, instance_group=None)
+        self.heal_leaves_both()
+        self.host_down('host1')
+        server = self._evacuate_server(self.server, expected_host='host2')
+        self.assertNotIn('fault', server)
+        self.assertEqual(({'group': [self.group['id']]}, None), (
+            self.spec(self.server)['scheduler_hints'],
+            self.spec(self.server)['instance_group']))
+        self.heal_leaves_both()
+
+
 class FrameworkTest(testtools.TestCase):
 
     def test_framework_imports(self):
@@ -446,7 +540,7 @@ def load_tests(loader, tests, pattern):
     suite = unittest.TestSuite()
     if _Base is not object:
         for case in (AvailabilityZoneTest, ServerGroupTest,
-                     RecreatedSpecTest):
+                     RecreatedSpecTest, DeletedGroupTest):
             suite.addTests(loader.loadTestsFromTestCase(case))
     elif _import_error is not None and base.REQUIRE_NOVA:
         suite.addTests(loader.loadTestsFromTestCase(FrameworkTest))
