@@ -244,7 +244,7 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
     return _replay_run(conf, 'revert', command,
                        {'revert_of': run_id, 'instance': instance_uuid},
                        changes_to_revert, dry_run, audit, clock,
-                       rederive=False)
+                       rederive=False, revert_of=run_id)
 
 
 def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
@@ -270,13 +270,14 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
 
 
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
-                clock, rederive, az_policy=field_checks.AZ_REPORT):
+                clock, rederive, az_policy=field_checks.AZ_REPORT,
+                revert_of=None):
     def work(api_engine, store, run_id, changes):
         run_context = _context(conf, api_engine, clock, target_release(conf),
                                conf.service_down_time)
         replayer = replay.Replayer(
             run_context, settings(conf, az_policy=az_policy), store, run_id,
-            dry_run=dry_run, rederive=rederive)
+            dry_run=dry_run, rederive=rederive, revert_of=revert_of)
         try:
             return replayer.run(changes)
         except _ENDS_AFTER_WORK as exc:

@@ -322,6 +322,30 @@ class AuditStore(object):
                 query.order_by(t.c.id))]
 
     @_store_errors
+    def last_applied_change(self, instance_uuid):
+        """The newest applied change of ``instance_uuid``, or None.
+
+        A dict of the change's columns, with its run's ``mode`` and
+        ``filters`` (decoded) added.
+        """
+        c, r = schema.changes, schema.runs
+        query = sa.select(c, r.c.mode, r.c.filters.label('run_filters')).join(
+            r, r.c.id == c.c.run_id).where(
+            c.c.instance_uuid == instance_uuid).where(
+            c.c.state == APPLIED).order_by(c.c.id.desc()).limit(1)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            return None
+        change = dict(row._mapping)
+        try:
+            filters = json.loads(change.pop('run_filters') or '{}')
+        except ValueError:
+            filters = None
+        change['filters'] = filters if isinstance(filters, dict) else {}
+        return change
+
+    @_store_errors
     def recover(self, api_engine):
         """Settle the intents dead runs left pending; return those settled.
 
