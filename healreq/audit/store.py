@@ -134,13 +134,14 @@ def _prepare_sqlite_file(url):
 
 
 def _utf8mb4(url):
-    """``url``, talking utf8mb4 to a MySQL server unless it says.
+    """``url``, talking utf8mb4 to a MySQL server whatever it names.
 
-    oslo.db would ask for utf8 (utf8mb3), which cannot carry every text a
-    finding may quote.
+    oslo.db would ask for utf8 (utf8mb3), as would the usual OpenStack
+    URL's ``?charset=utf8``; neither, nor any other character set, can
+    carry every text a finding may quote into the utf8mb4 tables.
     """
     parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() != 'mysql' or 'charset' in parsed.query:
+    if parsed.get_backend_name() != 'mysql':
         return url
     return parsed.update_query_dict({'charset': 'utf8mb4'}).render_as_string(
         hide_password=False)
