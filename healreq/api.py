@@ -461,7 +461,7 @@ _AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
                       audit_schema.SchemaTooNew) + exception.DB_ERRORS
 
 
-def open_audit(conf, read_only=False):
+def open_audit(conf, read_only=False, check_cells=False):
     """Open (creating or upgrading) the audit store; the caller disposes.
 
     With ``read_only``, an SQLite store that is already at this release's
@@ -469,10 +469,22 @@ def open_audit(conf, read_only=False):
     (a store on read-only storage can be reviewed); one that needs an
     upgrade and cannot be written is reported in one line. Raises
     AuditStoreError (exit 127) if it cannot be opened, or if it would be
-    a Nova database the configuration names (healreq.protected).
+    a Nova database the configuration names (healreq.protected). With
+    ``check_cells``, and an API database configured, the cell mappings
+    are read first and a store in a cell's database is refused too (the
+    commands that run work through _checked_api_engine instead); raises
+    ApiDatabaseError if they cannot be read.
     """
     url = audit_url(conf)
-    Protected.configured(conf).check_store(url)
+    protected = Protected.configured(conf)
+    protected.check_store(url)
+    if check_cells and conf.api_database.connection:
+        with _api_engine(conf, pool_size=1) as api_engine:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with api_engine.connect() as conn:
+                    cells = api_queries.get_cells(conn)
+        protected.with_cells(cells, conf.database.connection).check_store(
+            url)
     try:
         if read_only:
             store = audit_store.open_read_only(url)

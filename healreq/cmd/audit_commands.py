@@ -114,7 +114,7 @@ def _add_apply_parser(subparsers):
 
 
 def audit_list(conf, argv):
-    store = api.open_audit(conf, read_only=True)
+    store = api.open_audit(conf, read_only=True, check_cells=True)
     try:
         runs = store.list_runs(conf.command.limit)
     finally:
@@ -174,7 +174,7 @@ def readable_diff(before, after, fields):
 
 
 def audit_show(conf, argv):
-    store = api.open_audit(conf, read_only=True)
+    store = api.open_audit(conf, read_only=True, check_cells=True)
     try:
         run = store.get_run(conf.command.run_id)
         if run is None:
