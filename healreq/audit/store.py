@@ -323,28 +323,26 @@ class AuditStore(object):
                 query.order_by(t.c.id))]
 
     @_store_errors
-    def last_applied_change(self, instance_uuid):
-        """The newest applied change of ``instance_uuid``, or None.
+    def applied_changes(self, instance_uuid, limit=100):
+        """The newest applied changes of ``instance_uuid``, newest first.
 
-        A dict of the change's columns, with its run's ``mode`` and
-        ``filters`` (decoded) added.
+        Dicts of the changes' columns, each with its run's ``mode`` and
+        ``filters`` (decoded; {} if they are not a JSON object) added.
         """
         c, r = schema.changes, schema.runs
         query = sa.select(c, r.c.mode, r.c.filters.label('run_filters')).join(
             r, r.c.id == c.c.run_id).where(
             c.c.instance_uuid == instance_uuid).where(
-            c.c.state == APPLIED).order_by(c.c.id.desc()).limit(1)
+            c.c.state == APPLIED).order_by(c.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:
-            row = conn.execute(query).first()
-        if row is None:
-            return None
-        change = dict(row._mapping)
-        try:
-            filters = json.loads(change.pop('run_filters') or '{}')
-        except ValueError:
-            filters = None
-        change['filters'] = filters if isinstance(filters, dict) else {}
-        return change
+            rows = [dict(row._mapping) for row in conn.execute(query)]
+        for change in rows:
+            try:
+                filters = json.loads(change.pop('run_filters') or '{}')
+            except ValueError:
+                filters = None
+            change['filters'] = filters if isinstance(filters, dict) else {}
+        return rows
 
     @_store_errors
     def recover(self, api_engine):

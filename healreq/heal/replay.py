@@ -174,20 +174,23 @@ class Replayer(object):
     def _reverted_by(self, change):
         """The earlier revert run that undid ``change`` and still stands.
 
-        That is, the newest change the audit store recorded as applied to
-        the instance's spec is that revert's, writing this very value.
-        None if there is none (or this is no revert).
+        The newest changes the audit store recorded as applied to the
+        instance's spec are all those of reverts of the same run, and one
+        of them wrote this very change. None if not (or this is no revert).
         """
         if self.revert_of is None:
             return None
-        last = self.audit.last_applied_change(change.instance_uuid)
-        if (last is None or last['run_id'] == self.run_id
-                or last['mode'] != 'revert'
-                or last['filters'].get('revert_of') != self.revert_of
-                or last['action'] != change.action
-                or last['after_digest'] != change.after_digest):
-            return None
-        return last['run_id']
+        for applied in self.audit.applied_changes(change.instance_uuid):
+            if (applied['run_id'] == self.run_id
+                    or applied['mode'] != 'revert'
+                    or applied['filters'].get('revert_of') != self.revert_of):
+                return None
+            if ((applied['action'], applied['before_digest'],
+                 applied['after_digest']) == (
+                    change.action, change.before_digest,
+                    change.after_digest)):
+                return applied['run_id']
+        return None
 
     def _already_written(self, reverted_by):
         """The detail of a change the row already holds."""
