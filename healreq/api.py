@@ -248,7 +248,7 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
     return _replay_run(conf, 'revert', command,
                        {'revert_of': run_id, 'instance': instance_uuid},
                        changes_to_revert, dry_run, audit, clock,
-                       rederive=False)
+                       rederive=False, revert_of=run_id)
 
 
 def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
@@ -274,13 +274,14 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
 
 
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
-                clock, rederive, az_policy=field_checks.AZ_REPORT):
+                clock, rederive, az_policy=field_checks.AZ_REPORT,
+                revert_of=None):
     def work(api_engine, store, run_id, changes):
         run_context = _context(conf, api_engine, clock, target_release(conf),
                                conf.service_down_time)
         replayer = replay.Replayer(
             run_context, settings(conf, az_policy=az_policy), store, run_id,
-            dry_run=dry_run, rederive=rederive)
+            dry_run=dry_run, rederive=rederive, revert_of=revert_of)
         try:
             return replayer.run(changes)
         except _ENDS_AFTER_WORK as exc:
@@ -464,7 +465,7 @@ _AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
                       audit_schema.SchemaTooNew) + exception.DB_ERRORS
 
 
-def open_audit(conf, read_only=False):
+def open_audit(conf, read_only=False, check_cells=False):
     """Open (creating or upgrading) the audit store; the caller disposes.
 
     With ``read_only``, an SQLite store that is already at this release's
@@ -472,10 +473,22 @@ def open_audit(conf, read_only=False):
     (a store on read-only storage can be reviewed); one that needs an
     upgrade and cannot be written is reported in one line. Raises
     AuditStoreError (exit 127) if it cannot be opened, or if it would be
-    a Nova database the configuration names (healreq.protected).
+    a Nova database the configuration names (healreq.protected). With
+    ``check_cells``, and an API database configured, the cell mappings
+    are read first and a store in a cell's database is refused too (the
+    commands that run work through _checked_api_engine instead); raises
+    ApiDatabaseError if they cannot be read.
     """
     url = audit_url(conf)
-    Protected.configured(conf).check_store(url)
+    protected = Protected.configured(conf)
+    protected.check_store(url)
+    if check_cells and conf.api_database.connection:
+        with _api_engine(conf, pool_size=1) as api_engine:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with api_engine.connect() as conn:
+                    cells = api_queries.get_cells(conn)
+        protected.with_cells(cells, conf.database.connection).check_store(
+            url)
     try:
         if read_only:
             store = audit_store.open_read_only(url)

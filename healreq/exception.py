@@ -144,7 +144,10 @@ _REPLAY_DIFFERENCES = {
         'some changes were refused: the row changed since, or an operation '
         'is in flight on the instance'),
     ExitCode.NOTHING_TO_HEAL: Meaning(
-        'nothing to do (for apply: the plan holds no change)'),
+        'nothing to do: every change is written already or its instance '
+        'is deleted; for revert also when an earlier revert of the run '
+        'undid a change and the row changed since (already-reverted); for '
+        'apply also when the plan holds no change'),
     ExitCode.INVALID_INPUT: Meaning(
         'invalid input (an unknown run, an unreadable or edited plan, a '
         'spec_id that is not a JSON integer), or, as for request-specs, a '

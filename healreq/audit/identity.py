@@ -12,12 +12,13 @@
 
 """Who runs a command, as the audit store records it.
 
-The operator is the process's real user: its passwd name, or ``uid=N``
-when the user has none (a container started under an arbitrary UID). The
-environment can say anything, so the names it gives (``SUDO_USER``, and
-``LOGNAME``/``USER``, which ``getpass.getuser()`` trusts) are only kept as
-a labelled annotation where they differ: ``root (SUDO_USER=alice)``.
-Nothing recorded holds a control character.
+The operator is the process's real user: its passwd name with its uid,
+``root (uid 0)``, or ``uid=N`` alone when the user has no passwd entry (a
+container started under an arbitrary UID). The environment can say
+anything, so the names it gives (``SUDO_USER``, and ``LOGNAME``/``USER``,
+which ``getpass.getuser()`` trusts) are only kept as a labelled
+annotation where they differ: ``root (uid 0, SUDO_USER=alice)``. Nothing
+recorded holds a control character.
 """
 
 import os
@@ -35,13 +36,13 @@ def printable(text):
     return ''.join(char for char in text if char.isprintable())
 
 
-def user_name(uid):
-    """The passwd name of ``uid``, or ``uid=N`` if it has none."""
+def passwd_name(uid):
+    """The passwd name of ``uid`` (printable), or None if it has none."""
     try:
         name = printable(pwd.getpwuid(uid).pw_name)
     except KeyError:
-        name = ''
-    return name or 'uid=%d' % uid
+        return None
+    return name or None
 
 
 def operator(uid=None, environ=None):
@@ -51,16 +52,20 @@ def operator(uid=None, environ=None):
     """
     uid = os.getuid() if uid is None else uid
     environ = os.environ if environ is None else environ
-    name = user_name(uid)
+    name = passwd_name(uid)
     claimed = [('SUDO_USER', environ.get('SUDO_USER'))] + [next(
         ((variable, environ[variable]) for variable in LOGIN_VARIABLES
          if environ.get(variable)), (None, None))]
-    claims, seen = [], {name}
+    if name is None:
+        name, details = 'uid=%d' % uid, []
+    else:
+        details = ['uid %d' % uid]
+    seen = {name}
     for variable, value in claimed:
         value = printable(value or '')[:MAX_CLAIM]
         if value and value not in seen:
-            claims.append('%s=%s' % (variable, value))
+            details.append('%s=%s' % (variable, value))
             seen.add(value)
-    if claims:
-        name = '%s (%s)' % (name, ', '.join(claims))
+    if details:
+        name = '%s (%s)' % (name, ', '.join(details))
     return name[:MAX_LENGTH]

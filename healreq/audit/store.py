@@ -134,13 +134,14 @@ def _prepare_sqlite_file(url):
 
 
 def _utf8mb4(url):
-    """``url``, talking utf8mb4 to a MySQL server unless it says.
+    """``url``, talking utf8mb4 to a MySQL server whatever it names.
 
-    oslo.db would ask for utf8 (utf8mb3), which cannot carry every text a
-    finding may quote.
+    oslo.db would ask for utf8 (utf8mb3), as would the usual OpenStack
+    URL's ``?charset=utf8``; neither, nor any other character set, can
+    carry every text a finding may quote into the utf8mb4 tables.
     """
     parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() != 'mysql' or 'charset' in parsed.query:
+    if parsed.get_backend_name() != 'mysql':
         return url
     return parsed.update_query_dict({'charset': 'utf8mb4'}).render_as_string(
         hide_password=False)
@@ -320,6 +321,28 @@ class AuditStore(object):
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(
                 query.order_by(t.c.id))]
+
+    @_store_errors
+    def applied_changes(self, instance_uuid, limit=100):
+        """The newest applied changes of ``instance_uuid``, newest first.
+
+        Dicts of the changes' columns, each with its run's ``mode`` and
+        ``filters`` (decoded; {} if they are not a JSON object) added.
+        """
+        c, r = schema.changes, schema.runs
+        query = sa.select(c, r.c.mode, r.c.filters.label('run_filters')).join(
+            r, r.c.id == c.c.run_id).where(
+            c.c.instance_uuid == instance_uuid).where(
+            c.c.state == APPLIED).order_by(c.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            rows = [dict(row._mapping) for row in conn.execute(query)]
+        for change in rows:
+            try:
+                filters = json.loads(change.pop('run_filters') or '{}')
+            except ValueError:
+                filters = None
+            change['filters'] = filters if isinstance(filters, dict) else {}
+        return rows
 
     @_store_errors
     def recover(self, api_engine):

@@ -43,9 +43,10 @@ def _add_audit_parser(subparsers):
                     'recorded in the audit store ([healreq]/'
                     'audit_connection) with its findings, and every change '
                     'before it is written. A run records its operator by '
-                    'the real user id of the process (its passwd name, or '
-                    'uid=N without one); SUDO_USER or LOGNAME, when set '
-                    'and different, only as a labelled annotation.')
+                    'the real user id of the process (its passwd name and '
+                    'uid, "root (uid 0)", or uid=N without a name); '
+                    'SUDO_USER or LOGNAME, when set and different, only as '
+                    'a labelled annotation.')
     actions = audit.add_subparsers(dest='audit_action', metavar='ACTION',
                                    help='list or show.')
     actions.required = True
@@ -114,7 +115,7 @@ def _add_apply_parser(subparsers):
 
 
 def audit_list(conf, argv):
-    store = api.open_audit(conf, read_only=True)
+    store = api.open_audit(conf, read_only=True, check_cells=True)
     try:
         runs = store.list_runs(conf.command.limit)
     finally:
@@ -174,7 +175,7 @@ def readable_diff(before, after, fields):
 
 
 def audit_show(conf, argv):
-    store = api.open_audit(conf, read_only=True)
+    store = api.open_audit(conf, read_only=True, check_cells=True)
     try:
         run = store.get_run(conf.command.run_id)
         if run is None:

@@ -40,14 +40,17 @@ healreq_opts = [
     cfg.IntOpt('lock_wait_timeout',
                default=5,
                min=1,
-               max=3600,
+               max=10,
                help='Seconds a statement waits for a lock that another '
                     'session holds on a MySQL/MariaDB row or table, '
                     'instead of the server\'s innodb_lock_wait_timeout '
                     '(50) and lock_wait_timeout (a year). A request spec '
                     'locked longer is reported as a conflict (spec-locked) '
                     'and left alone; a cell whose tables stay locked needs '
-                    'attention and is reported as locked.'),
+                    'attention and is reported as locked. A signal that '
+                    'arrives while a write waits for a locked row is '
+                    'honoured when that wait ends, so at most 10 seconds '
+                    'are allowed.'),
     cfg.IntOpt('skip_updated_within',
                default=60,
                min=0,

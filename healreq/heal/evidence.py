@@ -94,17 +94,22 @@ def judge(services, now, down_time, api_schema_head, profile):
     notes = []
     if readers_up:
         basis = readers_up
+        if down:
+            notes.append('%d service(s) down for more than %d s, ignored: '
+                         '%s' % (len(down), down_time, _named(down)))
     else:
-        basis = [s for s in services if s.binary in SPEC_READERS] or services
+        # Computes included: any row that is neither deleted nor forced
+        # down may be all the evidence an offline copy holds.
+        basis = services
         if services:
             notes.append('no controller service has reported within %d s '
                          '(an offline copy of the databases, or a '
                          'maintenance window?): judged from every '
-                         'registered service that is not forced down'
-                         % down_time)
-    if down and readers_up:
-        notes.append('%d service(s) down for more than %d s, ignored: %s'
-                     % (len(down), down_time, _named(down)))
+                         'registered service that is not forced down, '
+                         'computes included' % down_time)
+        if down:
+            notes.append('%d service(s) down for more than %d s: %s'
+                         % (len(down), down_time, _named(down)))
     detection = releases.detect(
         min((s.version for s in basis), default=None), api_schema_head,
         profile.highest_seen('ImageMetaProps'))

@@ -82,7 +82,10 @@ REASONS = {
     Status.SKIPPED: {
         'cell0': 'the instance is in cell0 (never scheduled)',
         'not-scheduled': 'the instance mapping has no cell yet (building)',
-        'instance-deleted': 'the instance is deleted',
+        'instance-deleted':
+            'the instance is deleted (for revert and apply also: deleted '
+            'and archived, its instance mapping and request_specs row '
+            'gone)',
         'queued-for-delete': 'the instance was deleted through the API',
         'hidden': 'inactive copy of an instance during a cross-cell resize',
         'soft-deleted': 'vm_state is soft-delete',
@@ -243,7 +246,12 @@ NOTES = {
         'instances.availability_zone',
     'already-written':
         'revert or apply: the row already holds the value to write (the '
-        'run was reverted, or the plan applied, before)',
+        'run was reverted, or the plan applied, before; the detail names '
+        'the earlier revert the audit store recorded)',
+    'already-reverted':
+        'revert: an earlier revert of the same run (named in the detail) '
+        'undid the change, and the row changed since; reverting again '
+        'cannot help, nothing is written',
 }
 
 

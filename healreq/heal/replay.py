@@ -45,15 +45,18 @@ class Replayer(object):
     """Writes a list of recorded changes in a RunContext; a RunReport."""
 
     def __init__(self, context, settings, audit, run_id, dry_run=False,
-                 rederive=False):
+                 rederive=False, revert_of=None):
         """Prepare writing recorded changes of run ``run_id``.
 
         With ``rederive`` (apply), a change is written only if a heal
         would write exactly its new value now, by the rules of the
         deployment's release (the context's target release if named).
+        ``revert_of`` is the run a revert undoes: an earlier revert of it
+        recorded in the audit store is nothing to do again.
         """
         self.context = context
         self.rederive = rederive
+        self.revert_of = revert_of
         self.settings = settings
         self.audit = audit
         self.run_id = run_id
@@ -118,12 +121,25 @@ class Replayer(object):
             with self.context.api_engine.connect() as conn:
                 current = api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
+        reverted_by = self._reverted_by(change)
         if _written(current, change):
             return spec_writer.Refusal(
                 Status.CONSISTENT, 'already-written',
-                'the row already holds the value to write (written '
-                'before?); nothing to do')
+                self._already_written(reverted_by))
+        if reverted_by is not None and not _holds(current, change):
+            # Whatever changed the row since, reverting again cannot
+            # help: the run's change was undone once already.
+            return spec_writer.Refusal(
+                Status.CONSISTENT, 'already-reverted',
+                'already reverted (by run %s); the row changed since and '
+                'is left alone; nothing to do' % reverted_by)
         if cell is None:
+            if current is None and change.action != spec_writer.INSERT:
+                # nova-manage db archive_deleted_rows removes both.
+                return spec_writer.Refusal(
+                    Status.SKIPPED, 'instance-deleted',
+                    'the instance was deleted and archived: it has no '
+                    'instance mapping and no request_specs row any more')
             return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',
                                        'no instance mapping with a cell')
         try:
@@ -150,6 +166,38 @@ class Replayer(object):
         if self.rederive:
             return self._derived_again(change, cell)
         return None
+
+    def _reverted_by(self, change):
+        """The earlier revert run that undid ``change`` and still stands.
+
+        The newest changes the audit store recorded as applied to the
+        instance's spec are all those of reverts of the same run, and one
+        of them wrote this very change. None if not (or this is no revert).
+        """
+        if self.revert_of is None:
+            return None
+        for applied in self.audit.applied_changes(change.instance_uuid):
+            if (applied['run_id'] == self.run_id
+                    or applied['mode'] != 'revert'
+                    or applied['filters'].get('revert_of') != self.revert_of):
+                return None
+            if ((applied['action'], applied['before_digest'],
+                 applied['after_digest']) == (
+                    change.action, change.before_digest,
+                    change.after_digest)):
+                return applied['run_id']
+        return None
+
+    def _already_written(self, reverted_by):
+        """The detail of a change the row already holds."""
+        if reverted_by is not None:
+            return ('already reverted (by run %s): the row already holds '
+                    'the value to write back; nothing to do' % reverted_by)
+        if self.revert_of is not None:
+            return ('already reverted: the row already holds the value '
+                    'the run replaced; nothing to do')
+        return ('the row already holds the value to write (written '
+                'before?); nothing to do')
 
     def _derived_again(self, change, cell):
         """None if a heal of the instance now writes ``change.after``.

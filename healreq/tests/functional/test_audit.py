@@ -436,8 +436,9 @@ class RevertTest(audit_case.AuditTestCase):
             sorted((u, 'already-written') for u in changed),
             sorted((n['instance_uuid'], n['notes'][0]['code'])
                    for n in document['notices']))
-        self.assertIn('NOTICE    %s cell1 already-written: the row already '
-                      'holds the value to write' % self.first,
+        self.assertIn('NOTICE    %s cell1 already-written: already reverted '
+                      '(by run %s): the row already holds the value to '
+                      'write back; nothing to do' % (self.first, revert_run),
                       self.run_cli('revert', heal_run).stdout)
 
     def test_revert_one_instance(self):
@@ -576,6 +577,105 @@ class RevertTest(audit_case.AuditTestCase):
                          [(r['instance_uuid'], r['status'], r['reason'])
                           for r in document['results']])
         self.assertEqual(healed, self.all_spec_texts())
+
+    def archive(self, cell, instance_uuid):
+        """Delete and archive an instance: no mapping, spec or rows.
+
+        As ``nova-manage db archive_deleted_rows`` leaves it.
+        """
+        with self.deployment.api_engine.begin() as conn:
+            for table in (tables.request_specs, tables.instance_mappings):
+                conn.execute(table.delete().where(
+                    table.c.instance_uuid == instance_uuid))
+        with cell.engine.begin() as conn:
+            for table in (tables.instance_extra,
+                          tables.instance_system_metadata,
+                          tables.block_device_mapping, tables.migrations):
+                conn.execute(table.delete().where(
+                    table.c.instance_uuid == instance_uuid))
+            conn.execute(tables.instances.delete().where(
+                tables.instances.c.uuid == instance_uuid))
+
+    def test_revert_of_an_archived_instance_skips_it(self):
+        heal_run = self.heal_run()
+        self.archive(self.cell1, self.first)
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            [(self.first, 'skipped', 'instance-deleted',
+              'the instance was deleted and archived: it has no instance '
+              'mapping and no request_specs row any more')],
+            [(r['instance_uuid'], r['status'], r['reason'], r['detail'])
+             for r in document['results'] if r['status'] != 'healed'])
+        expected = dict(self.originals)
+        del expected[self.first]
+        self.assertEqual(expected, self.all_spec_texts())
+        self.assertEqual({self.second, self.third},
+                         set(self.changes_by_instance(document['run_id'])))
+        result, document = self.run_json('revert', heal_run, '--instance',
+                                         self.first)
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.first, 'skipped', 'instance-deleted')],
+                         [(r['instance_uuid'], r['status'], r['reason'])
+                          for r in document['results']])
+        self.assertEqual(expected, self.all_spec_texts())
+
+    def test_revert_of_a_reverted_run_changed_since(self):
+        heal_run = self.heal_run()
+        result, document = self.run_json('revert', heal_run, '--instance',
+                                         self.first)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        first_revert = document['run_id']
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        second_revert = document['run_id']
+        self.assertEqual(
+            [(self.first, 'already-written')],
+            [(n['instance_uuid'], n['notes'][0]['code'])
+             for n in document['notices']])
+        self.assertIn('already reverted (by run %s)' % first_revert,
+                      document['notices'][0]['notes'][0]['detail'])
+        self.assertEqual(self.originals, self.all_spec_texts())
+        # Nova changes the rows since (a resize, say).
+        nova = {}
+        for uuid in (self.first, self.second):
+            nova[uuid] = json.dumps(dep.request_spec(uuid, demo.M1_LARGE),
+                                    indent=1)
+            self.deployment.set_spec(uuid, nova[uuid])
+        expected = dict(self.originals, **nova)
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual(expected, self.all_spec_texts())
+        self.assertEqual([], document['results'])
+        self.assertEqual(
+            sorted([(self.first, 'already-reverted', first_revert),
+                    (self.second, 'already-reverted', second_revert),
+                    (self.third, 'already-written', second_revert)]),
+            sorted((n['instance_uuid'], n['notes'][0]['code'],
+                    n['notes'][0]['detail'].split('by run ')[1][:36])
+                   for n in document['notices']))
+        self.assertEqual([], self.audit_show(document['run_id'])['changes'])
+        result = self.run_cli('revert', heal_run, '--instance', self.first)
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertIn('NOTICE    %s cell1 already-reverted: already reverted '
+                      '(by run %s); the row changed since and is left alone; '
+                      'nothing to do' % (self.first, first_revert),
+                      result.stdout)
+        self.assertEqual(expected, self.all_spec_texts())
+
+    def test_revert_again_after_its_revert_was_reverted(self):
+        heal_run = self.heal_run()
+        healed = self.all_spec_texts()
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        result = self.run_cli('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(healed, self.all_spec_texts())
+        # The first revert no longer stands: reverting the heal works.
+        result, document = self.run_json('revert', heal_run)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+        self.assertEqual([], document['notices'])
 
     def test_unknown_run(self):
         self.heal_run()

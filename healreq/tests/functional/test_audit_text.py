@@ -29,6 +29,8 @@ from healreq.tests.functional import backends
 
 # A flavor name no latin1 column can hold.
 CYRILLIC = 'м1.большой'
+# A flavor name no utf8mb3 connection can carry.
+EMOJI = 'm1.\U0001f680large'
 
 
 def _mysql_only():
@@ -49,8 +51,8 @@ class _AuditDatabaseCase(audit_case.AuditTestCase):
                 'WHERE t.table_schema = DATABASE() AND t.table_name IN '
                 "('runs', 'changes', 'findings', 'audit_schema')")).all())
 
-    def add_cyrillic_drift(self):
-        flavor = dep.flavor(4, CYRILLIC, vcpus=4, memory_mb=8192,
+    def add_cyrillic_drift(self, name=CYRILLIC):
+        flavor = dep.flavor(4, name, vcpus=4, memory_mb=8192,
                             root_gb=80)
         small = dep.flavor(2, 'm1.small', vcpus=1, memory_mb=2048,
                            root_gb=20)
@@ -80,6 +82,26 @@ class Latin1AuditDatabaseTest(_AuditDatabaseCase):
         result, shown = self.run_json('audit', 'show', runs[1]['id'],
                                       config_file=config)
         self.assertIn(CYRILLIC, shown['findings'][0]['detail'])
+
+    def test_store_url_naming_utf8_talks_utf8mb4(self):
+        # The usual OpenStack URL form names utf8, that is utf8mb3.
+        uuid = self.add_cyrillic_drift(EMOJI)
+        for charset in ('utf8', 'UTF8MB3', 'latin1'):
+            url = '%s?charset=%s' % (
+                self.db.latin1_database_url('audit_%s' % charset.lower()),
+                charset)
+            config = self.write_config('audit_connection = %s\n' % url)
+            result, document = self.heal_json('--dry-run',
+                                              config_file=config)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            self.assertEqual([], document.get('problems', []))
+            result, shown = self.run_json('audit', 'show',
+                                          document['run_id'],
+                                          config_file=config)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            self.assertEqual([uuid], [f['instance_uuid']
+                                      for f in shown['findings']])
+            self.assertIn(EMOJI, shown['findings'][0]['detail'])
 
     def test_latin1_store_is_converted_keeping_its_data(self):
         url = self.db.latin1_database_url('audit')

@@ -139,7 +139,7 @@ class ConfigurationErrorTest(audit_case.AuditTestCase):
                 ('healreq', 'skip_updated_within = -1'),
                 ('healreq', 'batch_size = 0'),
                 ('healreq', 'batch_size = 10001'),
-                ('healreq', 'lock_wait_timeout = 3601'),
+                ('healreq', 'lock_wait_timeout = 11'),
                 ('healreq', 'lock_wait_timeout = soon'),
                 ('DEFAULT', 'service_down_time = 0'),
                 ('DEFAULT', 'service_down_time = 86401')):

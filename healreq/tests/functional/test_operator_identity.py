@@ -39,11 +39,16 @@ class OperatorTestCase(audit_case.AuditTestCase):
             self.store_url = self.db.database_url('audit')
             self.config_file = self.write_config(
                 'audit_connection = %s\n' % self.store_url)
-        self.name = pwd.getpwuid(os.getuid()).pw_name
+        self.login = pwd.getpwuid(os.getuid()).pw_name
         self.add_drifted(self.cell1)
         for variable in ('SUDO_USER', 'LOGNAME', 'USER', 'LNAME',
                          'USERNAME'):
             self.useFixture(test_fixtures.EnvironmentVariable(variable))
+
+    def expected(self, *annotations):
+        """The real user as recorded: passwd name, uid, annotations."""
+        return '%s (%s)' % (self.login, ', '.join(
+            ('uid %d' % os.getuid(),) + annotations))
 
     def set_environment(self, **values):
         for variable, value in values.items():
@@ -61,18 +66,18 @@ class EnvironmentTest(OperatorTestCase):
 
     def test_login_name_of_the_environment_is_an_annotation(self):
         self.set_environment(LOGNAME='alice', USER='alice')
-        self.assertEqual('%s (LOGNAME=alice)' % self.name,
+        self.assertEqual(self.expected('LOGNAME=alice'),
                          self.recorded_operator())
 
     def test_sudo_user(self):
-        self.set_environment(SUDO_USER='alice', LOGNAME=self.name,
-                             USER=self.name)
-        self.assertEqual('%s (SUDO_USER=alice)' % self.name,
+        self.set_environment(SUDO_USER='alice', LOGNAME=self.login,
+                             USER=self.login)
+        self.assertEqual(self.expected('SUDO_USER=alice'),
                          self.recorded_operator())
 
     def test_the_user_alone_when_the_environment_agrees(self):
-        self.set_environment(LOGNAME=self.name, USER=self.name)
-        self.assertEqual(self.name, self.recorded_operator())
+        self.set_environment(LOGNAME=self.login, USER=self.login)
+        self.assertEqual(self.expected(), self.recorded_operator())
 
     def test_newlines_cannot_forge_rows_of_audit_list(self):
         forged = ('alice\n00000000-0000-4000-8000-000000000000  '
@@ -81,8 +86,8 @@ class EnvironmentTest(OperatorTestCase):
         operator = self.recorded_operator()
         self.assertTrue(operator.isprintable(), operator)
         self.assertTrue(operator.startswith(
-            '%s (SUDO_USER=mallory, LOGNAME=alice00000000' % self.name),
-            operator)
+            self.expected('SUDO_USER=mallory', 'LOGNAME=alice00000000')[
+                :-1]), operator)
         result = self.run_cli('audit', 'list')
         self.assertEqual(0, result.code, result.stderr)
         self.assertEqual(1, len(result.stdout.splitlines()), result.stdout)
@@ -103,7 +108,7 @@ class EnvironmentTest(OperatorTestCase):
 
     def test_a_long_name_is_recorded_shortened(self):
         self.set_environment(LOGNAME='x' * 5000)
-        self.assertEqual('%s (LOGNAME=%s)' % (self.name, 'x' * 64),
+        self.assertEqual(self.expected('LOGNAME=%s' % ('x' * 64)),
                          self.recorded_operator())
 
 

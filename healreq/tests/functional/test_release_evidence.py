@@ -156,9 +156,24 @@ class FallbackTest(EvidenceTestCase):
         self.make_every_service_stale()
         result, doc = self.heal_json('--dry-run')
         self.assertEqual('2026.2', doc['release']['series'])
-        self.assertEqual(1, len(doc['release']['notes']))
+        self.assertEqual(2, len(doc['release']['notes']))
         self.assertIn('no controller service has reported within 60 s',
                       doc['release']['notes'][0])
+        self.assertIn('judged from every registered service that is not '
+                      'forced down, computes included',
+                      doc['release']['notes'][0])
+        # The services that are down are named in the text report too.
+        lines = self.heal('--dry-run').stdout.splitlines()
+        self.assertIn(
+            '  note: 6 service(s) down for more than 60 s: nova-compute on '
+            'cell0-nova-compute (version 74, last report '
+            '2024-01-10T11:26:50Z), nova-compute on cell1-nova-compute '
+            '(version 74, last report 2024-01-10T11:26:50Z), nova-compute '
+            'on cell2-nova-compute (version 74, last report '
+            '2024-01-10T11:26:50Z), nova-conductor on cell0-nova-conductor '
+            '(version 74, last report 2024-01-10T11:26:50Z), nova-conductor '
+            'on cell1-nova-conductor (version 74, last report '
+            '2024-01-10T11:26:50Z) and 1 more', lines)
         result, doc = self.heal_json()
         self.assertEqual([(uuid, 'healed')], [
             (r['instance_uuid'], r['status']) for r in doc['results']])
@@ -175,11 +190,13 @@ class FallbackTest(EvidenceTestCase):
             ['nova-heal: error: the evidence disagrees: the services say '
              '2022.2 Zed (Nova 26) (nova-conductor on ctl-decommissioned '
              '(version 64, last report 2024-01-10T11:26:50Z), '
-             'nova-conductor on cell0-nova-conductor (version 74, last '
-             'report 2024-01-10T11:26:50Z), nova-conductor on '
-             'cell1-nova-conductor (version 74, last report '
-             '2024-01-10T11:26:50Z), nova-conductor on cell2-nova-conductor '
-             '(version 74, last report 2024-01-10T11:26:50Z)) but the newest '
+             'nova-compute on cell0-nova-compute (version 74, last report '
+             '2024-01-10T11:26:50Z), nova-compute on cell1-nova-compute '
+             '(version 74, last report 2024-01-10T11:26:50Z), nova-compute '
+             'on cell2-nova-compute (version 74, last report '
+             '2024-01-10T11:26:50Z), nova-conductor on cell0-nova-conductor '
+             '(version 74, last report 2024-01-10T11:26:50Z) and 2 more) '
+             'but the newest '
              'specs hold RequestSpec 1.15, ImageMetaProps 1.44, which it '
              'cannot load' + REFUSAL_END], result.stderr.splitlines())
         self.assertEqual(before, self.all_spec_texts())
@@ -187,6 +204,38 @@ class FallbackTest(EvidenceTestCase):
         self.assertFalse(doc['release']['writable'])
         self.assertIn(drifted, [r['instance_uuid'] for r in doc['results']])
         self.assertIn('hw_sound_model', self.deployment.spec_text(uuid))
+
+    def test_no_controller_up_counts_the_computes(self):
+        # A compute left behind on Zed, neither deleted nor forced down:
+        # with no controller up, it is evidence like any other row.
+        uuid = self.add_nova34_instance()
+        self.add_drifted(self.cell1)
+        self.make_every_service_stale()
+        self.stale_service(64, binary='nova-compute', host='cmp-old')
+        before = self.all_spec_texts()
+        result = self.heal()
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+        self.assertTrue(result.stderr.startswith(
+            'nova-heal: error: the evidence disagrees: the services say '
+            '2022.2 Zed (Nova 26) (nova-compute on cmp-old (version 64, '
+            'last report 2024-01-10T11:26:50Z), '), result.stderr)
+        self.assertEqual(before, self.all_spec_texts())
+        result, doc = self.heal_json('--dry-run')
+        self.assertEqual(('2022.2', False), (doc['release']['series'],
+                                             doc['release']['writable']))
+        self.assertIn({'cell': 'cell1', 'host': 'cmp-old',
+                       'binary': 'nova-compute', 'version': 64,
+                       'last_report': '2024-01-10T11:26:50Z'},
+                      doc['release']['down_services'])
+        self.assertIn('hw_sound_model', self.deployment.spec_text(uuid))
+        # A forced-down compute does not count.
+        with self.cell1.engine.begin() as conn:
+            conn.execute(tables.services.update().where(
+                tables.services.c.host == 'cmp-old').values(
+                    forced_down=True))
+        result, doc = self.heal_json('--dry-run')
+        self.assertEqual(('2026.2', True), (doc['release']['series'],
+                                            doc['release']['writable']))
 
 
 class UpgradeInProgressTest(EvidenceTestCase):

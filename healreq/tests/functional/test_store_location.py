@@ -103,9 +103,8 @@ class StoreLocationTest(StoreLocationTestCase):
                                 '[database]/connection')
 
     def test_cell_databases(self):
-        # Those commands read the cell mappings before opening the store.
-        commands = [['request-specs', '--dry-run'], ['request-specs'],
-                    ['revert', self.run_id], ['apply', self.plan]]
+        # Every command reads the cell mappings before opening the store.
+        commands = self.all_commands()
         for cell in (self.cell1, self.cell2):
             for store in (cell.url, self.other_spelling(cell.url)):
                 self.assert_refused(store, commands,
@@ -127,6 +126,26 @@ class SQLiteStoreLocationTest(StoreLocationTestCase):
     """What only SQLite files have."""
 
     scenarios = [s for s in backends.SCENARIOS if s[0] == 'SQLite']
+
+    def test_audit_commands_read_the_cells_of_a_configured_api(self):
+        store = 'audit_connection = %s\n' % self.audit_url()
+        # No API database configured: only the store is read.
+        config = self.write_config_text('[healreq]\n' + store)
+        for argv in (['audit', 'list'], ['audit', 'show', self.run_id]):
+            result = self.run_cli(*argv, config_file=config)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            self.assertIn(self.run_id, result.stdout)
+        # One that cannot be read: the cells cannot be checked.
+        config = self.write_config_text(
+            '[api_database]\nconnection = mysql+pymysql://nova:Other-Pw@'
+            '127.0.0.1:1/nova_api\n[healreq]\n' + store)
+        for argv in (['audit', 'list'], ['audit', 'show', self.run_id]):
+            result = self.run_cli(*argv, config_file=config)
+            self.assertEqual(2, result.code, result.stdout + result.stderr)
+            lines = result.stderr.splitlines()
+            self.assertEqual(1, len(lines), result.stderr)
+            self.assertIn('API database', lines[0])
+            self.assertNotIn('Other-Pw', result.stderr)
 
     def test_hard_link_to_an_sqlite_database(self):
         link = os.path.join(self.useFixture(test_fixtures.TempDir()).path,

@@ -111,6 +111,20 @@ class JudgeTest(testtools.TestCase):
         self.assertIn('no controller service has reported within 60 s',
                       detection.notes[0])
 
+    def test_fallback_counts_every_registered_service(self):
+        detection = self.judge(
+            [_service('nova-conductor', 74, DOWN),
+             _service('nova-compute', 66, DOWN, host='cmp-old')],
+            profile=_profile(_spec(props_version='1.20', version='1.11')))
+        self.assertEqual(('2023.1', None), (detection.release.series,
+                                            detection.refusal))
+        self.assertIn('computes included', detection.notes[0])
+        self.assertEqual(
+            '2 service(s) down for more than 60 s: nova-compute on cmp-old '
+            '(version 66, last report 2025-10-27T12:00:00Z), '
+            'nova-conductor on nova-conductor-74 (version 74, last report '
+            '2025-10-27T12:00:00Z)', detection.notes[1])
+
     def test_fallback_to_computes_without_any_controller(self):
         detection = self.judge([_service('nova-compute', 74, DOWN)])
         self.assertEqual('2026.2', detection.release.series)

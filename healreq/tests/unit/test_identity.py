@@ -29,29 +29,31 @@ class OperatorTest(testtools.TestCase):
         self.name = pwd.getpwuid(self.uid).pw_name
 
     def test_the_real_user(self):
-        self.assertEqual(self.name, identity.operator(self.uid, {}))
-        self.assertEqual(self.name, identity.operator(
+        recorded = '%s (uid %d)' % (self.name, self.uid)
+        self.assertEqual(recorded, identity.operator(self.uid, {}))
+        self.assertEqual(recorded, identity.operator(
             self.uid, {'LOGNAME': self.name, 'USER': self.name,
                        'SUDO_USER': self.name}))
 
     def test_root(self):
-        self.assertEqual('root', identity.operator(0, {'USER': 'root'}))
+        self.assertEqual('root (uid 0)',
+                         identity.operator(0, {'USER': 'root'}))
 
     def test_the_environment_is_only_an_annotation(self):
-        self.assertEqual('root (LOGNAME=alice)', identity.operator(
+        self.assertEqual('root (uid 0, LOGNAME=alice)', identity.operator(
             0, {'LOGNAME': 'alice', 'USER': 'bob'}))
-        self.assertEqual('root (USER=bob)', identity.operator(
+        self.assertEqual('root (uid 0, USER=bob)', identity.operator(
             0, {'LOGNAME': '', 'USER': 'bob'}))
-        self.assertEqual('root (USERNAME=carol)', identity.operator(
+        self.assertEqual('root (uid 0, USERNAME=carol)', identity.operator(
             0, {'USERNAME': 'carol'}))
 
     def test_sudo_user(self):
-        self.assertEqual('root (SUDO_USER=alice)', identity.operator(
+        self.assertEqual('root (uid 0, SUDO_USER=alice)', identity.operator(
             0, {'SUDO_USER': 'alice', 'LOGNAME': 'root', 'USER': 'root'}))
         # sudo -E keeps the caller's LOGNAME: said once.
-        self.assertEqual('root (SUDO_USER=alice)', identity.operator(
+        self.assertEqual('root (uid 0, SUDO_USER=alice)', identity.operator(
             0, {'SUDO_USER': 'alice', 'LOGNAME': 'alice'}))
-        self.assertEqual('root (SUDO_USER=alice, LOGNAME=bob)',
+        self.assertEqual('root (uid 0, SUDO_USER=alice, LOGNAME=bob)',
                          identity.operator(0, {'SUDO_USER': 'alice',
                                                'LOGNAME': 'bob'}))
 
@@ -61,18 +63,18 @@ class OperatorTest(testtools.TestCase):
                                          'SUDO_USER': 'mal\tlory\x00'})
         self.assertTrue(recorded.isprintable(), recorded)
         self.assertEqual(1, len(recorded.splitlines()))
-        self.assertTrue(recorded.startswith('root (SUDO_USER=mallory, '
-                                            'LOGNAME=alice0000'), recorded)
+        self.assertTrue(recorded.startswith(
+            'root (uid 0, SUDO_USER=mallory, LOGNAME=alice0000'), recorded)
 
     def test_unprintable_only_claims_are_dropped(self):
-        self.assertEqual('root', identity.operator(
+        self.assertEqual('root (uid 0)', identity.operator(
             0, {'LOGNAME': '\n\t', 'SUDO_USER': '\x1b'}))
 
     def test_long_claims_fit_the_column(self):
         recorded = identity.operator(
             0, {'LOGNAME': 'a' * 10000, 'SUDO_USER': 'b' * 10000})
         self.assertLessEqual(len(recorded), identity.MAX_LENGTH)
-        self.assertEqual('root (SUDO_USER=%s, LOGNAME=%s)' % (
+        self.assertEqual('root (uid 0, SUDO_USER=%s, LOGNAME=%s)' % (
             'b' * identity.MAX_CLAIM, 'a' * identity.MAX_CLAIM), recorded)
 
     def test_uid_without_passwd_entry(self):
