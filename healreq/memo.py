@@ -114,19 +114,30 @@ class FrozenList(list):
         return list, (list(self),)
 
 
+# Values that are immutable, left as they are (a type check, not a call).
+_ATOMS = frozenset([str, int, float, bool, bytes, type(None)])
+
+
 def frozen(value):
     """``value``, its dicts and lists frozen, however deeply nested.
 
     Nested in dicts, lists and tuples, that is; other values are left as
-    they are.
+    they are, and so is a tuple that holds nothing to freeze.
     """
-    if isinstance(value, (FrozenDict, FrozenList)):
+    kind = type(value)
+    if kind in _ATOMS or kind is FrozenDict or kind is FrozenList:
         return value
     if isinstance(value, dict):
-        return FrozenDict((key, frozen(item)) for key, item in value.items())
+        return FrozenDict([
+            (key, item if type(item) in _ATOMS else frozen(item))
+            for key, item in value.items()])
     if isinstance(value, list):
-        return FrozenList(frozen(item) for item in value)
-    if type(value) is tuple:
+        return FrozenList([item if type(item) in _ATOMS else frozen(item)
+                           for item in value])
+    if kind is tuple:
+        if all(type(item) in _ATOMS or (type(item) is tuple and all(
+                type(part) in _ATOMS for part in item)) for item in value):
+            return value  # such as sorted dict items: nothing to freeze
         return tuple(frozen(item) for item in value)
     return value
 

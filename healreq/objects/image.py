@@ -27,6 +27,8 @@ strings, lists of strings or integers, and ``hw_numa_cpus`` as a list of
 sets of integers.
 """
 
+import functools
+
 from healreq.objects import image_coercion
 from healreq.objects import image_fields
 from healreq.objects import primitive
@@ -137,19 +139,20 @@ def derivation_items(sysmeta):
     is not text: then every item can matter.
     """
     items = []
-    prefix = image_fields.SM_IMAGE_PROP_PREFIX
     for key, value in sysmeta.items():
         if not isinstance(key, str) or not (
                 value is None or isinstance(value, str)):
             return None
-        name = key[len(prefix):] if key.startswith(prefix) else key
-        if _read_by_derivation(name):
+        if _read_by_derivation(key):
             items.append((key, value))
     return tuple(sorted(items))
 
 
-def _read_by_derivation(name):
-    """Whether a property ``name`` can change the derived image."""
+@functools.lru_cache(maxsize=4096)
+def _read_by_derivation(key):
+    """Whether system metadata ``key`` can change the derived image."""
+    prefix = image_fields.SM_IMAGE_PROP_PREFIX
+    name = key[len(prefix):] if key.startswith(prefix) else key
     return (name in image_fields.SM_INHERITABLE_KEYS
             or name in image_fields.PROPS_FIELDS
             or name in image_fields.LEGACY_NAMES
