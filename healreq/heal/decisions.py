@@ -320,6 +320,10 @@ def skip_reason(record, cell, now, settings):
                     migration['uuid'] or migration['id'],
                     migration['migration_type'], migration['status']))
     updated_at = instance['updated_at']
+    if updated_at is not None:
+        # To the second, as ``now`` is: an SQLite database may hold
+        # fractions, which would put an update of this second ahead of it.
+        updated_at = updated_at.replace(microsecond=0)
     window = datetime.timedelta(seconds=settings.skip_updated_within)
     if updated_at is not None and now - updated_at < window:
         return ('recently-updated',

@@ -263,6 +263,13 @@ class SkipTest(testtools.TestCase):
         self.assertSkipped('recently-updated', _evaluate(
             _record(updated_at=future), skip_updated_within=0))
 
+    def test_updated_within_this_second_is_not_in_the_future(self):
+        # now is to the second; the update came 0.6 s after it began.
+        updated = NOW + datetime.timedelta(microseconds=600000)
+        self.assertEqual(Status.CONSISTENT, _evaluate(
+            _record(updated_at=updated), skip_updated_within=0)
+            .finding.status)
+
     def test_never_updated(self):
         self.assertEqual(Status.CONSISTENT,
                          _evaluate(_record(updated_at=None)).finding.status)
