@@ -198,6 +198,16 @@ class _Services(_Base):
 
     # -- Nova's API ----------------------------------------------------
 
+    def anti_affinity_members(self, *names):
+        """A new anti-affinity group and its members, booted in turn."""
+        group = self.at('2.64', 'post_server_groups', {
+            'name': 'web', 'policy': 'anti-affinity'})
+        members = [self._wait_for_state_change(self.admin_api.post_server({
+            'server': self._build_server(name=name, networks='none'),
+            'os:scheduler_hints': {'group': group['id']}}), 'ACTIVE')
+            for name in names]
+        return group, members
+
     def at(self, microversion, method, *args, **kwargs):
         """Call the admin API at ``microversion``."""
         saved = self.admin_api.microversion
@@ -314,10 +324,8 @@ class ServerGroupTest(_Services):
     def setUp(self):
         super().setUp()
         self.start_computes('host1', 'host2', 'host3')
-        self.group = self.at('2.64', 'post_server_groups', {
-            'name': 'web', 'policy': 'anti-affinity'})
-        self.lost, self.peer = (self._boot_member(name)
-                                for name in ('lost', 'peer'))
+        self.group, (self.lost, self.peer) = self.anti_affinity_members(
+            'lost', 'peer')
         self.assertEqual(['host1', 'host2'], [
             s['OS-EXT-SRV-ATTR:host'] for s in (self.lost, self.peer)])
         booted = self.spec(self.lost)
@@ -325,12 +333,6 @@ class ServerGroupTest(_Services):
             booted['scheduler_hints'],
             booted['instance_group'][DATA]['uuid']))
         self.edit_spec(self.lost, instance_group=None, scheduler_hints={})
-
-    def _boot_member(self, name):
-        server = self.admin_api.post_server({
-            'server': self._build_server(name=name, networks='none'),
-            'os:scheduler_hints': {'group': self.group['id']}})
-        return self._wait_for_state_change(server, 'ACTIVE')
 
     def test_moves_respect_anti_affinity_after_heal(self):
         # Before: the conductor crashes setting up the group of a member
@@ -378,13 +380,8 @@ class RecreatedSpecTest(_Services):
         super().setUp()
         self.start_computes('host1', 'host2', 'host3')
         self.zones({'az1': ['host1', 'host2', 'host3']})
-        self.group = self.at('2.64', 'post_server_groups', {
-            'name': 'web', 'policy': 'anti-affinity'})
-        self.server, self.peer = (
-            self._wait_for_state_change(self.admin_api.post_server({
-                'server': self._build_server(name=name, networks='none'),
-                'os:scheduler_hints': {'group': self.group['id']}}),
-                'ACTIVE') for name in ('server', 'peer'))
+        self.group, (self.server, self.peer) = self.anti_affinity_members(
+            'server', 'peer')
         self.delete_spec(self.server)
 
     def detail(self):
@@ -443,13 +440,8 @@ class DeletedGroupTest(_Services):
     def setUp(self):
         super().setUp()
         self.start_computes('host1', 'host2', 'host3')
-        self.group = self.at('2.64', 'post_server_groups', {
-            'name': 'web', 'policy': 'anti-affinity'})
-        self.server, self.peer = (
-            self._wait_for_state_change(self.admin_api.post_server({
-                'server': self._build_server(name=name, networks='none'),
-                'os:scheduler_hints': {'group': self.group['id']}}),
-                'ACTIVE') for name in ('server', 'peer'))
+        self.group, (self.server, self.peer) = self.anti_affinity_members(
+            'server', 'peer')
         self.assertEqual(['host1', 'host2'], [
             s['OS-EXT-SRV-ATTR:host'] for s in (self.server, self.peer)])
         self.booted = self.spec(self.server)
