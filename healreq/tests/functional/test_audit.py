@@ -570,13 +570,17 @@ class RevertTest(audit_case.AuditTestCase):
         heal_run = self.heal_run()
         healed = self.all_spec_texts()
         self.update_instance(self.cell1, self.first, deleted=1)
+        self.assert_first_skipped_as_deleted(heal_run, healed)
+
+    def assert_first_skipped_as_deleted(self, heal_run, expected_rows):
+        """Reverting the first instance skips it, writing nothing."""
         result, document = self.run_json('revert', heal_run, '--instance',
                                          self.first)
         self.assertEqual(4, result.code, result.stdout + result.stderr)
         self.assertEqual([(self.first, 'skipped', 'instance-deleted')],
                          [(r['instance_uuid'], r['status'], r['reason'])
                           for r in document['results']])
-        self.assertEqual(healed, self.all_spec_texts())
+        self.assertEqual(expected_rows, self.all_spec_texts())
 
     def archive(self, cell, instance_uuid):
         """Delete and archive an instance: no mapping, spec or rows.
@@ -612,13 +616,7 @@ class RevertTest(audit_case.AuditTestCase):
         self.assertEqual(expected, self.all_spec_texts())
         self.assertEqual({self.second, self.third},
                          set(self.changes_by_instance(document['run_id'])))
-        result, document = self.run_json('revert', heal_run, '--instance',
-                                         self.first)
-        self.assertEqual(4, result.code, result.stdout + result.stderr)
-        self.assertEqual([(self.first, 'skipped', 'instance-deleted')],
-                         [(r['instance_uuid'], r['status'], r['reason'])
-                          for r in document['results']])
-        self.assertEqual(expected, self.all_spec_texts())
+        self.assert_first_skipped_as_deleted(heal_run, expected)
 
     def test_revert_of_a_reverted_run_changed_since(self):
         heal_run = self.heal_run()
