@@ -154,7 +154,8 @@ class LockWaitTest(audit_case.AuditTestCase):
         conn.execute(sa.text('LOCK TABLES instances WRITE'))
         self.addCleanup(conn.execute, sa.text('UNLOCK TABLES'))
         process = self.start('request-specs', config=config)
-        self.wait_for_lock_wait(process, '%FROM instances%')
+        self.wait_for_lock_wait(process, '%FROM instances%',
+                                self.cell1.engine)
         process.send_signal(signal.SIGINT)
         code, out, err, took = self.finish(process)
         self.assertEqual(130, code, out + err)
@@ -162,11 +163,19 @@ class LockWaitTest(audit_case.AuditTestCase):
         self.assertIn('Exit code 130', out)
 
     def wait_for_lock_wait(self, process,
-                           statement='UPDATE request_specs%.instance_uuid%'):
-        """Return once the command waits for a lock in ``statement``."""
+                           statement='UPDATE request_specs%.instance_uuid%',
+                           engine=None):
+        """Return once the command waits for a lock in ``statement``.
+
+        In the database of ``engine`` (default: the API database's), not
+        another's: tests running beside it on the same server wait for
+        locks of their own.
+        """
         query = sa.text("SELECT COUNT(*) FROM information_schema.processlist "
-                        "WHERE info LIKE :statement AND info NOT LIKE "
-                        "'%processlist%'").bindparams(statement=statement)
+                        "WHERE db = :db AND info LIKE :statement AND info "
+                        "NOT LIKE '%processlist%'").bindparams(
+            statement=statement,
+            db=(engine or self.deployment.api_engine).url.database)
         deadline = time.monotonic() + DEADLINE
         while True:
             with self.deployment.api_engine.connect() as conn:
