@@ -60,7 +60,19 @@ def interruptible(call, stop_check=_no_stop):
     When ``stop_check`` raises, the caller goes on with the exception and
     the call is left to finish, or not, on its own.
     """
-    future = _in_daemon_thread(call)
+    return waited(started(call), stop_check)
+
+
+def started(call):
+    """A Future of ``call()``, begun now in a daemon thread (see waited)."""
+    return _in_daemon_thread(call)
+
+
+def waited(future, stop_check=_no_stop):
+    """The result of ``future``; ``stop_check()`` while waiting for it.
+
+    As ``interruptible`` does, for a call started earlier.
+    """
     while True:
         try:
             return future.result(timeout=_POLL_SECONDS)

@@ -11,19 +11,25 @@
 #    under the License.
 
 
-"""Read a cell's pages in a process of its own.
+"""Read the cells' pages in a process of their own.
 
 Reading a page costs about as much CPU as deciding it: the driver decodes
 every row in Python, and the threads of one process share one interpreter
-lock. A CellReader reads the pages of one cell in a child process, on
-another core, while the walk decides the pages already read. The child
-runs the keyset-paginated page query and, for each page, one query per
-table in the cell and in the API database (``records.read_page``), two
-pages at a time on connections of its own; it hands over plain rows, and
-the walk parses and decides everything.
+lock. A CellsReader reads the pages of a walk's cells in a child process,
+on another core, while the walk decides the pages already read. The child
+runs each cell's keyset-paginated page query and, for each page, one
+query per table in the cell and in the API database
+(``records.read_page``), two pages at a time on connections of its own;
+it hands over plain rows, and the walk parses and decides everything. It
+reads the cells one after the other through the same pipeline, so the
+next cell's first pages are read while the walk decides the last of the
+one before. A CellReader reads one cell (a walk with ``--workers`` has
+one per cell).
 
 The child is forked from the walk when the walk runs in one thread, so
-it starts at once with everything imported. A walk with ``--workers``
+it starts at once with everything imported; a walk forks it before it
+learns the release, while its memory is still small, and the child reads
+the first pages meanwhile. A walk with ``--workers``
 runs threads, and a child forked from a threaded process may inherit a
 lock that another thread held and wait for it forever: its children come
 from multiprocessing's fork server instead, a single-threaded process
@@ -87,20 +93,28 @@ class ReadSpec:
     lock_wait_timeout: int
 
 
-class CellReader(object):
-    """Iterate over the PageRows of a cell, read in a child process.
+class CellsReader(object):
+    """The PageRows of several cells, read in order by one child process.
 
-    Use as a context manager. ``stop_check()`` is called while waiting for
-    a page, and raises to stop. A cell database error is raised as
-    CellDatabaseError, an API database error as ApiDatabaseError, in turn
-    after the pages read before it. Leaving ends the child.
+    Use as a context manager; ``pages(cell_uuid)`` iterates over a cell's
+    pages. The child reads the cells of ``specs`` one after the other,
+    each as soon as it has handed over the last page of the one before,
+    so the walk finds the next cell's first page read when it gets there.
+    The walk asks for the cells in the order of ``specs`` and may pass
+    over some (what the child read of them is dropped); it cannot go
+    back. ``stop_check()`` is called while waiting for a page, and
+    raises to stop. A cell database error is raised as CellDatabaseError
+    by that cell's pages, and the child goes on with the next cell; an
+    API database error is raised as ApiDatabaseError, and ends the
+    child. Leaving ends the child.
     """
 
-    def __init__(self, spec, stop_check):
-        self._spec = spec
+    def __init__(self, specs, stop_check):
+        self._specs = tuple(specs)
         self._stop_check = stop_check
         self._process = None
-        self._pages = None
+        self._pipe = None
+        self._ended = None  # the error that ended the child, if any
 
     def __enter__(self):
         # Flushed before the fork: the child flushes its copies on exit.
@@ -110,10 +124,11 @@ class CellReader(object):
             except (AttributeError, OSError, ValueError):
                 pass  # none, closed or gone: nothing to write twice
         context = _process_context()
-        self._pages, sender = context.Pipe(duplex=False)
+        self._pipe, sender = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_serve, args=(self._spec, sender), daemon=True,
-            name='healreq-read-%s' % self._spec.cell['uuid'])
+            target=_serve, args=(self._specs, sender), daemon=True,
+            name='healreq-read-%s' % self._specs[0].cell['uuid']
+            if len(self._specs) == 1 else 'healreq-read')
         try:
             self._process.start()
         finally:
@@ -124,27 +139,54 @@ class CellReader(object):
         if self._process.is_alive():
             self._process.kill()
         self._process.join()
-        self._pages.close()
+        self._pipe.close()
         return False
 
-    def __iter__(self):
+    def reads(self, cell_uuid):
+        """Whether the child reads the pages of cell ``cell_uuid``."""
+        return any(spec.cell['uuid'] == cell_uuid for spec in self._specs)
+
+    def pages(self, cell_uuid):
+        """Iterate over the PageRows of cell ``cell_uuid``."""
+        cell = next(spec.cell for spec in self._specs
+                    if spec.cell['uuid'] == cell_uuid)
         while True:
-            while not self._pages.poll(_POLL_SECONDS):
-                self._stop_check()
-            try:
-                kind, value = self._pages.recv()
-            except EOFError:
-                self._process.join()
-                raise exception.CellDatabaseError(
-                    'the process reading the cell ended unexpectedly (exit '
-                    'code %s)' % self._process.exitcode,
-                    self._spec.cell['uuid'])
+            if self._ended is not None:
+                raise _error(*self._ended, cell=cell)
+            uuid, kind, value = self._receive()
+            if uuid != cell_uuid and kind in ('page', 'end', 'cell'):
+                continue  # of a cell the walk passed over
             if kind == 'page':
                 yield value
             elif kind == 'end':
                 return
+            elif kind == 'cell':
+                raise _error(kind, value, cell)
             else:
-                raise _error(kind, value, self._spec.cell)
+                self._ended = (kind, value)
+
+    def _receive(self):
+        """The child's next message; ('gone', exit code) if it ended."""
+        while not self._pipe.poll(_POLL_SECONDS):
+            self._stop_check()
+        try:
+            return self._pipe.recv()
+        except EOFError:
+            self._process.join()
+            return None, 'gone', self._process.exitcode
+
+
+class CellReader(CellsReader):
+    """Iterate over the PageRows of one cell, read in a child process.
+
+    Use as a context manager (see CellsReader).
+    """
+
+    def __init__(self, spec, stop_check):
+        super().__init__([spec], stop_check)
+
+    def __iter__(self):
+        return self.pages(self._specs[0].cell['uuid'])
 
 
 def _process_context():
@@ -155,8 +197,16 @@ def _process_context():
 
 
 def _error(kind, message, cell):
+    """The exception the walk raises for the child's message of ``kind``.
+
+    ``cell`` is the cell whose pages the walk asked for.
+    """
     if kind == 'cell':
         return exception.CellDatabaseError(message, cell['uuid'])
+    if kind == 'gone':
+        return exception.CellDatabaseError(
+            'the process reading the cell ended unexpectedly (exit code '
+            '%s)' % message, cell['uuid'])
     if kind == 'api':
         return exception.ApiDatabaseError(message)
     LOG.error('The process reading cell %s failed: %s', cell['uuid'],
@@ -165,43 +215,120 @@ def _error(kind, message, cell):
                         % (cell['uuid'], message.splitlines()[-1]))
 
 
-def _serve(spec, pages):
-    """The child: send ``spec``'s pages over ``pages``, then 'end'.
+def _serve(specs, pipe):
+    """The child: send the pages of ``specs``' cells over ``pipe``.
 
-    Or, at the first error, its kind ('cell', 'api' or 'bug') and
-    message. Nothing is logged here: what the walk must know it is told.
+    Each message is ``(cell uuid, kind, value)``: each page of a cell
+    ('page'), then 'end'; or, at a cell database error, 'cell' and its
+    message. The cells are read in turn through one pipeline of loads,
+    so that the next cell's first pages are read while the last of the
+    one before are handed over. An API database error ('api') or any
+    other ('bug') ends the child. Nothing is logged here: what the walk
+    must know it is told.
     """
     for number in _SIGNALS:
         signal.signal(number, signal.SIG_IGN)
-    _detach(pages)
-    cell_engine = api_engine = None
+    _detach(pipe)
+    cells = None
+    uuid = None
     try:
-        cell_engine = engines.create_engine(
-            spec.cell_url, pool_size=LOADERS + 1,
-            lock_wait_timeout=spec.lock_wait_timeout)
-        api_engine = engines.create_engine(
-            spec.api_url, pool_size=LOADERS,
-            lock_wait_timeout=spec.lock_wait_timeout)
-        for page in readahead.loaded(_instance_pages(cell_engine, spec),
-                                     _loader(cell_engine, api_engine, spec),
-                                     LOADERS):
-            pages.send(('page', page))
-        pages.send(('end', None))
+        cells = _CellEngines(specs)
+        for spec, kind, value in readahead.loaded(
+                _reads(specs, cells), cells.load, LOADERS):
+            uuid = spec.cell['uuid']
+            if kind == 'end':
+                cells.dispose(spec)
+            pipe.send((uuid, kind, value))
     except exception.ApiDatabaseError as exc:
-        pages.send(('api', str(exc)))
-    except exception.DB_ERRORS as exc:
-        pages.send(('cell', str(records.cell_error(spec.cell, exc))))
+        pipe.send((uuid, 'api', str(exc)))
     except BrokenPipeError:
         pass  # the walk has stopped
     except Exception as exc:
-        pages.send(('bug', '%s%s: %s' % (
+        pipe.send((uuid, 'bug', '%s%s: %s' % (
             ''.join(traceback.format_tb(exc.__traceback__)),
             type(exc).__name__, exception.first_line(exc))))
     finally:
-        for engine in (cell_engine, api_engine):
-            if engine is not None:
-                engine.dispose()
-        pages.close()
+        if cells is not None:
+            cells.close()
+        pipe.close()
+
+
+def _reads(specs, cells):
+    """``(spec, kind, rows)`` to load, cell by cell.
+
+    A page of a cell's live instance rows ('page'), read by id (keyset
+    pagination), until there are none left, then 'end'. A cell whose
+    page query fails gets 'cell' and its error instead of its next page;
+    one whose load failed gets no more pages.
+    """
+    for spec in specs:
+        after_id = 0
+        while not cells.failed(spec):
+            try:
+                with cells.engine(spec).connect() as conn:
+                    page = cell_queries.get_instance_page(
+                        conn, after_id, spec.batch_size)
+            except exception.DB_ERRORS as exc:
+                yield spec, 'cell', cells.fail(spec, exc)
+                break
+            if not page:
+                break
+            yield spec, 'page', page
+            after_id = page[-1]['id']
+        yield spec, 'end', None
+
+
+class _CellEngines(object):
+    """The child's engines, and what loads each cell's pages."""
+
+    def __init__(self, specs):
+        # Connections are opened when first used.
+        self._api = engines.create_engine(
+            specs[0].api_url, pool_size=LOADERS,
+            lock_wait_timeout=specs[0].lock_wait_timeout)
+        self._cells = {}
+        self._failed = set()
+
+    def engine(self, spec):
+        uuid = spec.cell['uuid']
+        if uuid not in self._cells:
+            self._cells[uuid] = engines.create_engine(
+                spec.cell_url, pool_size=LOADERS + 1,
+                lock_wait_timeout=spec.lock_wait_timeout)
+        return self._cells[uuid]
+
+    def load(self, read):
+        """A read of ``_reads`` loaded: ``(spec, kind, value)`` to send.
+
+        A page's instance rows become its PageRows; a cell database error
+        'cell' and its message.
+        """
+        spec, kind, value = read
+        if kind != 'page':
+            return read
+        try:
+            with self.engine(spec).connect() as conn:
+                return spec, kind, records.read_page(
+                    conn, self._api, value, spec.fields)
+        except exception.DB_ERRORS as exc:
+            return spec, 'cell', self.fail(spec, exc)
+
+    def fail(self, spec, exc):
+        """The message of cell database error ``exc``; no more reads."""
+        self._failed.add(spec.cell['uuid'])
+        return str(records.cell_error(spec.cell, exc))
+
+    def failed(self, spec):
+        return spec.cell['uuid'] in self._failed
+
+    def dispose(self, spec):
+        engine = self._cells.pop(spec.cell['uuid'], None)
+        if engine is not None:
+            engine.dispose()
+
+    def close(self):
+        for engine in [self._api] + list(self._cells.values()):
+            engine.dispose()
 
 
 def _detach(pages):
@@ -222,23 +349,3 @@ def _detach(pages):
             os.closerange(low, descriptor)
         low = descriptor + 1
     std_logging.getLogger().handlers[:] = [std_logging.NullHandler()]
-
-
-def _instance_pages(engine, spec):
-    """Yield pages of live instance rows, by id (keyset pagination)."""
-    after_id = 0
-    while True:
-        with engine.connect() as conn:
-            page = cell_queries.get_instance_page(conn, after_id,
-                                                  spec.batch_size)
-        if not page:
-            return
-        yield page
-        after_id = page[-1]['id']
-
-
-def _loader(cell_engine, api_engine, spec):
-    def load(page):
-        with cell_engine.connect() as conn:
-            return records.read_page(conn, api_engine, page, spec.fields)
-    return load

@@ -19,9 +19,13 @@ its size, and is read by a process of its own while the walk evaluates
 the batches read before (``reader``). Decisions are delegated to
 ``decisions``; a write re-reads the instance, re-decides, and swaps the
 spec only if the row still holds the text that was read (``writer``).
+The walk takes the next page from the reader while a batch's instances
+to write are read again.
 The databases and the release come from the run's ``context``,
 --max-count and the pace from its ``budget``.
 """
+
+import contextlib
 
 from oslo_log import log as logging
 
@@ -100,11 +104,17 @@ class Walker(object):
         self.progress = None
         self.stop_check = _no_stop
         self.report = RunReport(dry_run=options.dry_run)
+        self._reader = None
 
     def run(self):
         """Process every selected cell; return the RunReport."""
         cells = self.context.select_cells(self.options.instance_uuid,
                                           self.options.cell_uuid)
+        with self._reading_ahead(cells):
+            self._run(cells)
+        return self.report
+
+    def _run(self, cells):
         self.report.release = self.context.learn_release()
         self.context.check_writable(self.writer, (
             spec_writer.UPDATE, spec_writer.INSERT)
@@ -113,13 +123,13 @@ class Walker(object):
         self.budget.start()
         if self.options.instance_uuid and not cells:
             self._report_unscheduled(self.options.instance_uuid)
-            return self.report
-        if self.options.workers > 1 and len(cells) > 1:
+            return
+        if self._parallel(cells):
             # With --max-count the workers share one budget, so cells
             # still running stop when it is used up.
             parallel.run_cells(cells, self.options.workers,
                                self._process_cell_in_budget, self.report)
-            return self.report
+            return
         for position, cell in enumerate(cells):
             if self.budget.used_up():
                 remaining = cells[position:]
@@ -127,7 +137,38 @@ class Walker(object):
                                            or self._any_instances(remaining))
                 break
             self._process_cell(cell, self.report)
-        return self.report
+
+    def _parallel(self, cells):
+        return self.options.workers > 1 and len(cells) > 1
+
+    @contextlib.contextmanager
+    def _reading_ahead(self, cells):
+        """Within the block, one child reads the cells of a walk in turn.
+
+        Started before the release is learnt, so that the first pages are
+        read meanwhile; a parallel walk, or one of a single instance,
+        reads nothing ahead. A cell whose database URL is unusable is
+        left to its walk to report.
+        """
+        if self.options.instance_uuid or self._parallel(cells):
+            yield
+            return
+        specs = []
+        for cell in cells:
+            try:
+                specs.append(self.context.read_spec(
+                    cell, self.options.batch_size,
+                    self.options.settings.read_fields))
+            except exception.CellDatabaseError:
+                continue
+        if not specs:
+            yield
+            return
+        with reader.CellsReader(specs, self.stop_check) as self._reader:
+            try:
+                yield
+            finally:
+                self._reader = None
 
     def _process_cell_in_budget(self, cell, sink):
         """Process ``cell`` unless --max-count is used up (a worker's job).
@@ -205,14 +246,21 @@ class Walker(object):
             total = self._read(engine, cell_queries.count_live_instances)
             self.progress(cell, report, total)
         fields = self.options.settings.read_fields
-        with reader.CellReader(self.context.read_spec(
-                cell, self.options.batch_size, fields),
-                self.stop_check) as pages:
-            for page in pages:
+        with self._cell_pages(cell, fields) as pages:
+            pages = iter(pages)
+            page = next(pages, None)
+            while page is not None:
                 batch = records.assemble_records(self.context.api_engine,
                                                  page, fields)
-                processed = self._process_batch(cell, engine, batch,
-                                                report, sink, log)
+                begun = self._begin_batch(cell, engine, batch)
+                # The next page is received while the database reads this
+                # batch's instances to write again.
+                try:
+                    page = next(pages, None)
+                except Exception as exc:
+                    page = exc  # raised once this batch is done
+                processed = self._finish_batch(cell, batch, begun, report,
+                                               sink, log)
                 if self.progress is not None:
                     self.progress(cell, report, total)
                 self.stop_check()
@@ -225,6 +273,18 @@ class Walker(object):
                         sink.more_remain = cell_queries.has_instances_after(
                             conn, batch[-1].instance['id'])
                     return
+                if isinstance(page, Exception):
+                    raise page
+
+    def _cell_pages(self, cell, fields):
+        """A context manager: the cell's pages, read by a child process.
+
+        That of the walk if it reads the cell, else one of the cell's own.
+        """
+        if self._reader is not None and self._reader.reads(cell['uuid']):
+            return contextlib.nullcontext(self._reader.pages(cell['uuid']))
+        return reader.CellReader(self.context.read_spec(
+            cell, self.options.batch_size, fields), self.stop_check)
 
     def _read(self, engine, query):
         """``query(conn)`` on ``engine``; the run may stop meanwhile."""
@@ -288,6 +348,16 @@ class Walker(object):
 
         Findings go to ``sink`` (a RunReport) and ``log`` (_FindingsLog).
         """
+        return self._finish_batch(cell, batch,
+                                  self._begin_batch(cell, engine, batch),
+                                  report, sink, log)
+
+    def _begin_batch(self, cell, engine, batch):
+        """Evaluate a batch and start reading its instances to write again.
+
+        Returns ``(evaluations, future of the fresh records)`` for
+        ``_finish_batch``.
+        """
         now = self.context.clock()
         evaluations = [self._evaluate(record, cell, now) for record in batch]
         # Instances about to be written are read again, all at once, right
@@ -296,10 +366,19 @@ class Walker(object):
         # so that it reports what a heal would do.
         to_write = [record for record, evaluation in zip(batch, evaluations)
                     if _to_write(evaluation)]
-        fresh = readahead.interruptible(
+        fresh = readahead.started(
             lambda: records.reread(engine, to_write,
-                                   self.options.settings.read_fields),
-            self.stop_check) if to_write else {}
+                                   self.options.settings.read_fields)
+        ) if to_write else None
+        return evaluations, fresh
+
+    def _finish_batch(self, cell, batch, begun, report, sink, log):
+        """Heal and report a batch begun by ``_begin_batch``.
+
+        Returns how many of its instances were processed.
+        """
+        evaluations, future = begun
+        fresh = readahead.waited(future, self.stop_check) if future else {}
         processed = len(batch)
         listed = []
         for position, (record, evaluation) in enumerate(

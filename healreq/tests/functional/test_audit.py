@@ -314,7 +314,7 @@ class ComponentErrorTest(audit_case.AuditTestCase):
     """A failing API database is named as such, not as the cell's."""
 
     def test_api_database_fails_during_the_walk(self):
-        for _ in range(5):
+        for _ in range(40):
             self.add_consistent(self.cell1)
         t = tables.request_specs
 
@@ -322,8 +322,10 @@ class ComponentErrorTest(audit_case.AuditTestCase):
             with self.deployment.api_engine.begin() as conn:
                 conn.exec_driver_sql('ALTER TABLE %s RENAME TO gone'
                                      % t.name)
-        # Clock call 1 comes with the first batch; the reader thread reads
-        # the fourth batch's API rows only after the second was taken.
+        # Clock call 1 comes with the first batch. The reader process is
+        # at most as many pages ahead as its pipe buffers (64 KiB, a
+        # dozen pages of one instance) and it loads: it reads the last
+        # batches' API rows after the rename.
         clock = fixtures.ActingClock(drop_specs, 1)
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)

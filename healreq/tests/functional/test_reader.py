@@ -37,7 +37,7 @@ def _no_stop():
     pass
 
 
-class CellReaderTest(fixtures.DeploymentTestCase):
+class ReaderCase(fixtures.DeploymentTestCase):
 
     def spec(self, cell, batch_size=2, **values):
         cell_row = {'id': cell.id, 'uuid': cell.uuid, 'name': cell.name}
@@ -47,6 +47,9 @@ class CellReaderTest(fixtures.DeploymentTestCase):
             lock_wait_timeout=5)
         fields.update(values)
         return reader.ReadSpec(**fields)
+
+
+class CellReaderTest(ReaderCase):
 
     def test_pages_in_order_as_read_in_process(self):
         for _ in range(5):
@@ -137,6 +140,78 @@ class CellReaderTest(fixtures.DeploymentTestCase):
         self.assertFalse(manager._process.is_alive())
 
 
+class CellsReaderTest(ReaderCase):
+    """One child reads the cells of a walk, one after the other."""
+
+    def test_each_cells_pages_as_read_in_process(self):
+        for _ in range(3):
+            self.add_drifted(self.cell1)
+            self.add_consistent(self.cell2)
+        specs = [self.spec(self.cell1), self.spec(self.cell2)]
+        with reader.CellsReader(specs, _no_stop) as cells:
+            read = [list(cells.pages(cell.uuid))
+                    for cell in (self.cell1, self.cell2)]
+        for cell, pages in zip((self.cell1, self.cell2), read):
+            self.assertEqual([2, 1], [len(page.instances) for page in pages])
+            with cell.engine.connect() as conn:
+                self.assertEqual([records.read_page(
+                    conn, self.deployment.api_engine, page.instances,
+                    field_checks.FIELD_NAMES) for page in pages], pages)
+
+    def test_a_cell_error_fails_that_cell_only(self):
+        self.add_drifted(self.cell1)
+        second = self.add_drifted(self.cell2)
+        specs = [self.spec(self.cell1, cell_url=(
+            'mysql+pymysql://nova:S3cretPw@127.0.0.1:1/nova')),
+            self.spec(self.cell2)]
+        with reader.CellsReader(specs, _no_stop) as cells:
+            error = self.assertRaises(exception.CellDatabaseError, list,
+                                      cells.pages(self.cell1.uuid))
+            read = list(cells.pages(self.cell2.uuid))
+        self.assertEqual('cell %s' % self.cell1.uuid, error.component)
+        self.assertIn('cell database unreachable', str(error))
+        self.assertEqual([[second]], [[i['uuid'] for i in page.instances]
+                                      for page in read])
+
+    def test_a_cell_passed_over_is_dropped(self):
+        # As when the walk fails a cell before it reads its pages.
+        for _ in range(5):
+            self.add_drifted(self.cell1)
+        second = self.add_drifted(self.cell2)
+        specs = [self.spec(self.cell1, batch_size=1), self.spec(self.cell2)]
+        with reader.CellsReader(specs, _no_stop) as cells:
+            first = cells.pages(self.cell1.uuid)
+            next(first)
+            read = list(cells.pages(self.cell2.uuid))
+        self.assertEqual([[second]], [[i['uuid'] for i in page.instances]
+                                      for page in read])
+
+    def test_an_api_error_ends_every_cell(self):
+        self.add_drifted(self.cell1)
+        self.add_drifted(self.cell2)
+        bad_api = 'mysql+pymysql://nova:S3cretPw@127.0.0.1:1/nova_api'
+        specs = [self.spec(cell, api_url=bad_api)
+                 for cell in (self.cell1, self.cell2)]
+        with reader.CellsReader(specs, _no_stop) as cells:
+            for cell in (self.cell1, self.cell2):
+                error = self.assertRaises(exception.ApiDatabaseError, list,
+                                          cells.pages(cell.uuid))
+                self.assertNotIn('S3cretPw', str(error))
+
+    def test_a_child_gone_fails_each_cell(self):
+        self.add_drifted(self.cell1)
+        self.add_drifted(self.cell2)
+        specs = [self.spec(self.cell1), self.spec(self.cell2)]
+        with reader.CellsReader(specs, _no_stop) as cells:
+            # Killed long before it could have connected to a database.
+            cells._process.kill()
+            for cell in (self.cell1, self.cell2):
+                error = self.assertRaises(exception.CellDatabaseError, list,
+                                          cells.pages(cell.uuid))
+                self.assertEqual('cell %s' % cell.uuid, error.component)
+                self.assertIn('ended unexpectedly', str(error))
+
+
 class BlockedReadTest(fixtures.DeploymentTestCase):
     """A read waiting for a table another session holds locked."""
 
@@ -208,3 +283,49 @@ class BlockedReadTest(fixtures.DeploymentTestCase):
             self.assertNotIn(path, opened)
             self.assertIn(os.readlink('/proc/self/fd/%d' % held.fileno()),
                           [path])
+
+
+class WalkReadersTest(fixtures.DeploymentTestCase):
+    """Which children read a walk's cells."""
+
+    def setUp(self):
+        super().setUp()
+        self.readers = []
+        original = reader.CellsReader.__enter__
+
+        def recording(manager):
+            self.readers.append([spec.cell['uuid'] for spec in
+                                 manager._specs])
+            return original(manager)
+        self.useFixture(test_fixtures.MonkeyPatch(
+            'healreq.heal.reader.CellsReader.__enter__', recording))
+
+    def drifted(self, report):
+        return {cell.name: cell.drifted for cell in report.cells}
+
+    def test_a_walk_reads_its_cells_in_one_child(self):
+        self.add_drifted(self.cell1)
+        self.add_drifted(self.cell2)
+        report = self.run_in_process(dry_run=True, batch_size=1)
+        self.assertEqual([[self.cell1.uuid, self.cell2.uuid]], self.readers)
+        self.assertEqual({'cell1': 1, 'cell2': 1}, self.drifted(report))
+
+    def test_a_cell_with_an_unusable_url_is_left_to_its_walk(self):
+        self.add_drifted(self.cell1)
+        self.add_drifted(self.cell2)
+        self.deployment.add_cell('bad-template', '{scheme}://{nonsense}',
+                                 create_schema=False)
+        report = self.run_in_process(dry_run=True)
+        self.assertEqual([[self.cell1.uuid, self.cell2.uuid]], self.readers)
+        self.assertEqual({'cell1': 1, 'cell2': 1, 'bad-template': 0},
+                         self.drifted(report))
+        errors = {cell.name: cell.error for cell in report.cells}
+        self.assertIn('invalid cell database URL', errors['bad-template'])
+
+    def test_parallel_workers_read_a_cell_each(self):
+        self.add_drifted(self.cell1)
+        self.add_drifted(self.cell2)
+        report = self.run_in_process(dry_run=True, workers=2)
+        self.assertEqual(sorted([[self.cell1.uuid], [self.cell2.uuid]]),
+                         sorted(self.readers))
+        self.assertEqual({'cell1': 1, 'cell2': 1}, self.drifted(report))
