@@ -25,7 +25,7 @@ import argparse
 import sys
 
 from healreq import api
-from healreq.cmd import main as cli
+from healreq.cmd import collector
 from healreq.cmd import output
 
 
@@ -36,7 +36,7 @@ def dry_run(config_file, batch_size, workers=1, fields=None):
     garbage-collector tuning as ``nova-heal``. ``fields`` are those of
     ``--fields`` (default: every field).
     """
-    cli.tune_garbage_collector()
+    collector.tune(batch_size)
     conf = api.load_config([config_file])
     result = api.run_request_specs(conf, api.Options(
         dry_run=True, batch_size=batch_size, workers=workers,

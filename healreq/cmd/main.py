@@ -20,7 +20,6 @@ package prints or exits.
 """
 
 import contextlib
-import gc
 import io
 import os
 import sys
@@ -31,6 +30,7 @@ from oslo_log import log as logging
 
 from healreq import api
 from healreq.cmd import audit_commands
+from healreq.cmd import collector
 from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import logs
@@ -46,13 +46,6 @@ from healreq import version
 LOG = logging.getLogger(__name__)
 ExitCode = exception.ExitCode
 
-# Collect reference cycles after this many new container objects instead
-# of Python's default 700: a run allocates millions of short-lived rows and
-# JSON documents, nearly all freed by reference counting, and the default
-# makes the collector scan them (and every batch in flight) over and over.
-# The older generations keep their default pace, so that the little cyclic
-# garbage there is does not pile up over a long run.
-_GC_THRESHOLDS = (50000, 10, 10)
 
 # oslo.db's engine warnings advise services to name a driver in their URLs
 # and to set a strict SQL mode: nova-heal uses nova.conf's URLs as Nova
@@ -173,12 +166,6 @@ def _file_being_read(exc):
     return '(unknown)'
 
 
-def tune_garbage_collector():
-    """Let the cycle collector run less often (see _GC_THRESHOLDS)."""
-    if gc.get_threshold()[0] < _GC_THRESHOLDS[0]:
-        gc.set_threshold(*_GC_THRESHOLDS)
-
-
 def _json_requested(conf, argv):
     """Whether the command asked for ``--format json``.
 
@@ -257,7 +244,7 @@ def main(argv=None):
     # First of all, before any file is opened.
     streams.reopen_closed()
     argv = list(sys.argv[1:] if argv is None else argv)
-    tune_garbage_collector()
+    collector.tune()
     conf = _build_conf()
     try:
         with streams.guarded():

@@ -16,6 +16,7 @@
 import sys
 
 from healreq import api
+from healreq.cmd import collector
 from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import output
@@ -215,6 +216,7 @@ def run(conf, argv):
     143.
     """
     options = _options(conf)
+    collector.tune(options.batch_size)
     command = conf.command
     display = None
     if not command.quiet and sys.stderr.isatty():
