@@ -27,7 +27,6 @@ from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import Status
 from healreq.heal import recreate
-from healreq import memo
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import primitive
@@ -239,34 +238,24 @@ def _inputs(record, current, settings, release, checked_fields=None):
         default_zone=settings.default_zone, az_policy=settings.az_policy)
 
 
-# An instance's system metadata, by its rows (instances of one image
-# share them).
-_SYSTEM_METADATA = memo.Memo(maxsize=4096)
-
-
 def _system_metadata(rows):
     """``(values, sorted items)`` of system metadata rows.
 
-    Shared between instances: the caller never changes them. The items
-    are those the image derivation reads (image.derivation_items), all of
-    them when one is not text, and None if a value is unhashable.
+    The items are those the image derivation reads
+    (image.derivation_items), which key its memo; all of them when one
+    is not text, and None if a value is unhashable. The rows themselves
+    are not remembered: they differ between instances of one image (the
+    owner's names and roles), so a memo of them would mostly miss.
     """
-    def derive():
-        values = system_metadata_values(rows)
-        try:
-            items = image_obj.derivation_items(values)
-            if items is None:
-                items = tuple(sorted(values.items()))
-            hash(items)
-        except TypeError:
-            items = None
-        return values, items
+    values = system_metadata_values(rows)
     try:
-        key = tuple(rows)
-        hash(key)
+        items = image_obj.derivation_items(values)
+        if items is None:
+            items = tuple(sorted(values.items()))
+        hash(items)
     except TypeError:
-        return derive()
-    return _SYSTEM_METADATA.get(key, derive)
+        items = None
+    return values, items
 
 
 def system_metadata_values(rows):
@@ -276,17 +265,12 @@ def system_metadata_values(rows):
     reads system metadata whatever its deleted flag; of duplicate keys, a
     live row wins over soft-deleted ones, then the newest row.
     """
-    values = {}
-    deleted = []
-    for key, value, is_deleted in rows:
-        if is_deleted:
-            deleted.append((key, value))
-        else:
-            values[key] = value
-    if deleted:
+    values = {key: value for key, value, is_deleted in rows
+              if not is_deleted}
+    if len(values) < len(rows):  # soft-deleted rows, or repeated keys
         live = set(values)
-        values.update((key, value) for key, value in deleted
-                      if key not in live)
+        values.update((key, value) for key, value, is_deleted in rows
+                      if is_deleted and key not in live)
     return values
 
 
