@@ -179,14 +179,30 @@ def naive_sample(instances, requested):
     return chosen
 
 
-def _versions(api_url):
+def _versions(api_url, databases):
+    """The server's version, its buffer pool and the deployment's size.
+
+    A buffer pool smaller than the deployment's data and indexes makes
+    every round read pages again: the figures then measure that.
+    """
     engine = sa.create_engine(api_url)
     try:
         with engine.connect() as conn:
             server = conn.exec_driver_sql('SELECT VERSION()').scalar()
+            pool = conn.exec_driver_sql(
+                'SELECT @@innodb_buffer_pool_size').scalar()
+            size = conn.execute(sa.text(
+                'SELECT SUM(data_length + index_length) FROM '
+                'information_schema.tables WHERE table_schema IN :names'
+            ).bindparams(sa.bindparam('names', expanding=True)),
+                {'names': sorted(databases)}).scalar()
     finally:
         engine.dispose()
-    return server
+    mib = 1024.0 * 1024.0
+    return '%s; InnoDB buffer pool %d MiB, deployment %d MiB%s' % (
+        server, int(pool) / mib, int(size or 0) / mib,
+        '' if int(pool) > int(size or 0) else
+        ' (larger than the pool: rounds read pages again)')
 
 
 def _healreq_revision():
@@ -608,7 +624,7 @@ def main(argv=None):
     args = parse_args(argv)
     deployment = build.ensure(args.instances, args.rebuild)
     direct = deployment['urls']
-    server = _versions(direct['api'])
+    server = _versions(direct['api'], deployment['names'].values())
     relay = None
     workdir = tempfile.mkdtemp(prefix='healreq-bench-')
     try:
