@@ -25,8 +25,6 @@ refusal is an ImageMetaError naming the property and its value.
 import collections.abc
 import datetime
 
-from oslo_utils import strutils
-
 from healreq.objects import image_fields
 from healreq.objects import notation
 from healreq.objects import primitive
@@ -159,7 +157,7 @@ def coerce_property(name, value, release=releases.LATEST):
     if value is None:
         raise _refuse(name, value, 'cannot be None')
     if kind == image_fields.BOOLEAN:
-        return strutils.bool_from_string(value)
+        return notation.boolean(value)
     if kind == image_fields.INTEGER:
         return coerce_integer(name, value)
     if kind == image_fields.STRING:

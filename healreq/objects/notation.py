@@ -15,9 +15,10 @@
 
 One reader per notation, shared by the flavor and the image side: CPU
 lists (``0-3,^2,6``, Nova's ``hardware.parse_cpu_spec``), per-node keys
-(``hw:numa_cpus.0``, ``hw_numa_mem.1``) and byte sizes (``2MB``,
-``1GiB``). Errors are NotationError; callers turn them into the error
-their own caller expects.
+(``hw:numa_cpus.0``, ``hw_numa_mem.1``), byte sizes (``2MB``,
+``1GiB``), booleans (``yes``, ``0``) and integers as text. Errors are
+NotationError; callers turn them into the error their own caller
+expects.
 """
 
 import math
@@ -34,6 +35,11 @@ MAX_CPU_IDS = 1 << 20
 # Per-node keys are read for nodes 0.. up to this many (Nova's
 # ImageMetaProps.NUMA_NODES_MAX, which bounds the flavor's keys too).
 NUMA_NODES_MAX = 128
+
+# What Nova reads as true and as false (oslo.utils' bool_from_string),
+# after stripping surrounding whitespace and lowering the case.
+TRUE_WORDS = frozenset(['1', 't', 'true', 'on', 'y', 'yes'])
+FALSE_WORDS = frozenset(['0', 'f', 'false', 'off', 'n', 'no'])
 
 _UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
                 'Y': 8, 'R': 9, 'Q': 10}
@@ -156,3 +162,29 @@ def byte_size(text, prefixes=ALL_PREFIXES):
         size = size * pow(1024, _UNIT_POWERS[prefix[0]])
     # math.ceil of an infinite size raises OverflowError, as in Nova.
     return int(math.ceil(size))
+
+
+def boolean(subject):
+    """Whether Nova reads ``subject`` as true.
+
+    A bool is itself; anything else is read as its text: true for one of
+    TRUE_WORDS, whitespace and case aside, false for anything else
+    (Nova's non-strict ``bool_from_string``).
+    """
+    if isinstance(subject, bool):
+        return subject
+    if not isinstance(subject, str):
+        subject = str(subject)
+    return subject.strip().lower() in TRUE_WORDS
+
+
+def is_int_like(value):
+    """Whether ``value`` is an integer written as Nova expects one.
+
+    Its text is exactly that of the integer it converts to: ``'3'`` and
+    ``3`` are, ``'03'``, ``' 3'``, ``'3.0'`` and ``True`` are not.
+    """
+    try:
+        return str(int(value)) == str(value)
+    except (TypeError, ValueError):
+        return False

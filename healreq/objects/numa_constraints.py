@@ -24,8 +24,6 @@ than one way.
 import dataclasses
 import re
 
-from oslo_utils import strutils
-
 from healreq.objects import notation
 from healreq.objects import numa
 from healreq.objects import primitive
@@ -153,7 +151,7 @@ def _emulator_threads_policy(specs):
 
 
 def _realtime_cpus(vcpus, specs, props):
-    if not strutils.bool_from_string(specs.get('hw:cpu_realtime')):
+    if not notation.boolean(specs.get('hw:cpu_realtime')):
         return None
     # The image's mask is more specific and wins.
     mask = (props.get('hw_cpu_realtime_mask')
@@ -231,7 +229,7 @@ def _node_count(specs, props):
             'ImageNUMATopologyForbidden',
             'the image may not set hw_numa_nodes when the flavor does')
     nodes = flavor or image
-    if nodes is not None and (not strutils.is_int_like(nodes)
+    if nodes is not None and (not notation.is_int_like(nodes)
                               or int(nodes) < 1):
         raise numa.ConstraintError(
             'InvalidNUMANodesNumber',
@@ -271,7 +269,7 @@ def _check_memory_encryption(specs, props):
     """Validate a memory encryption request against the image."""
     flavor_text = specs.get('hw:mem_encryption')
     flavor = (None if flavor_text is None
-              else strutils.bool_from_string(flavor_text))
+              else notation.boolean(flavor_text))
     image = props.get('hw_mem_encryption')
     if not flavor and not image:
         return
@@ -322,7 +320,7 @@ def _check_locked_memory(specs, props, release):
     flavor_text = specs.get('hw:locked_memory')
     image = props.get('hw_locked_memory')
     if flavor_text is not None:
-        locked = strutils.bool_from_string(flavor_text)
+        locked = notation.boolean(flavor_text)
         if image is not None and locked != image:
             raise numa.ConstraintError(
                 'FlavorImageLockedMemoryConflict',

@@ -12,6 +12,7 @@
 
 """Nova's string notations: CPU lists, per-node keys, byte sizes."""
 
+from oslo_utils import strutils
 import testtools
 
 from healreq.objects import notation
@@ -97,3 +98,34 @@ class ByteSizeTest(testtools.TestCase):
     def test_infinite(self):
         self.assertRaises(OverflowError, notation.byte_size,
                           '9' * 400 + 'B')
+
+
+# Texts around the words Nova knows: cases, whitespace, near misses and
+# values that are not text.
+_TEXTS = ['1', 't', 'true', 'on', 'y', 'yes', '0', 'f', 'false', 'off', 'n',
+          'no', 'TRUE', ' Yes\t', '\nOFF ', 'tru', 'yess', '', ' ', '2',
+          '-1', '1.0', 'None', 'İ', 'ON\u00a0', '\u2003y', True, False, 1, 0,
+          2, -0, 1.0, 0.0, None, [], {}, b'1', '01', ' 3', '3', 3, '+3',
+          '-3', -3, '3.0', '1_000', '١', 1 << 70, str(1 << 70)]
+
+
+class OsloReferenceTest(testtools.TestCase):
+    """The readings agree with oslo.utils', which Nova calls."""
+
+    def test_boolean(self):
+        for text in _TEXTS:
+            self.assertIs(strutils.bool_from_string(text),
+                          notation.boolean(text), repr(text))
+
+    def test_is_int_like(self):
+        for text in _TEXTS:
+            self.assertIs(strutils.is_int_like(text),
+                          notation.is_int_like(text), repr(text))
+
+    def test_readings(self):
+        self.assertEqual(
+            [True, True, False, False, False],
+            [notation.boolean(v) for v in (' YES ', 1, 'no', 'maybe', None)])
+        self.assertEqual(
+            [True, True, False, False, False],
+            [notation.is_int_like(v) for v in ('3', 3, '03', '3.0', True)])
