@@ -50,6 +50,7 @@ import gc
 import logging as std_logging
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -170,7 +171,7 @@ class CellsReader(object):
         while not self._pipe.poll(_POLL_SECONDS):
             self._stop_check()
         try:
-            return self._pipe.recv()
+            return pickle.loads(self._pipe.recv_bytes())
         except EOFError:
             self._process.join()
             return None, 'gone', self._process.exitcode
@@ -233,18 +234,18 @@ def _serve(specs, pipe):
     uuid = None
     try:
         cells = _CellEngines(specs)
-        for spec, kind, value in readahead.loaded(
+        for spec, kind, message in readahead.loaded(
                 _reads(specs, cells), cells.load, LOADERS):
             uuid = spec.cell['uuid']
             if kind == 'end':
                 cells.dispose(spec)
-            pipe.send((uuid, kind, value))
+            pipe.send_bytes(message)
     except exception.ApiDatabaseError as exc:
-        pipe.send((uuid, 'api', str(exc)))
+        pipe.send_bytes(_message(uuid, 'api', str(exc)))
     except BrokenPipeError:
         pass  # the walk has stopped
     except Exception as exc:
-        pipe.send((uuid, 'bug', '%s%s: %s' % (
+        pipe.send_bytes(_message(uuid, 'bug', '%s%s: %s' % (
             ''.join(traceback.format_tb(exc.__traceback__)),
             type(exc).__name__, exception.first_line(exc))))
     finally:
@@ -298,20 +299,22 @@ class _CellEngines(object):
         return self._cells[uuid]
 
     def load(self, read):
-        """A read of ``_reads`` loaded: ``(spec, kind, value)`` to send.
+        """A read of ``_reads`` loaded: ``(spec, kind, message)``.
 
-        A page's instance rows become its PageRows; a cell database error
-        'cell' and its message.
+        The message is what to send, serialised: a page's instance rows
+        become its PageRows; a cell database error 'cell' and its
+        message. Serialised at once, so that a page waiting for its turn
+        takes the room of its bytes, not of its rows.
         """
         spec, kind, value = read
-        if kind != 'page':
-            return read
-        try:
-            with self.engine(spec).connect() as conn:
-                return spec, kind, records.read_page(
-                    conn, self._api, value, spec.fields)
-        except exception.DB_ERRORS as exc:
-            return spec, 'cell', self.fail(spec, exc)
+        if kind == 'page':
+            try:
+                with self.engine(spec).connect() as conn:
+                    value = records.read_page(conn, self._api, value,
+                                              spec.fields)
+            except exception.DB_ERRORS as exc:
+                kind, value = 'cell', self.fail(spec, exc)
+        return spec, kind, _message(spec.cell['uuid'], kind, value)
 
     def fail(self, spec, exc):
         """The message of cell database error ``exc``; no more reads."""
@@ -329,6 +332,11 @@ class _CellEngines(object):
     def close(self):
         for engine in [self._api] + list(self._cells.values()):
             engine.dispose()
+
+
+def _message(uuid, kind, value):
+    """A message of the child, as the walk receives it (see _serve)."""
+    return pickle.dumps((uuid, kind, value), pickle.HIGHEST_PROTOCOL)
 
 
 def _detach(pages):
