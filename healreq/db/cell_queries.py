@@ -180,6 +180,7 @@ def _aggregated_system_metadata(conn, instance_uuids):
     name = ('sysmeta_json_sqlite' if conn.dialect.name == 'sqlite'
             else 'sysmeta_json')
     found = {}
+    one = rows.OneCopy()
     for uuid, text in _by_uuids(conn, name, instance_uuids).fetchall():
         try:
             items = json.loads(text)
@@ -187,16 +188,17 @@ def _aggregated_system_metadata(conn, instance_uuids):
             raise _Unaggregated()
         # The order of an aggregate is unspecified: sort by row id.
         items.sort(key=operator.itemgetter(0))
-        found[uuid] = [(key, value, deleted)
+        found[uuid] = [(one(key), one(value), deleted)
                        for _id, key, value, deleted in items]
     return found
 
 
 def _system_metadata_rows(conn, instance_uuids):
     found = {}
+    one = rows.OneCopy()
     for uuid, key, value, deleted in _by_uuids(conn, 'sysmeta_rows',
                                                instance_uuids).fetchall():
-        found.setdefault(uuid, []).append((key, value, deleted))
+        found.setdefault(uuid, []).append((one(key), one(value), deleted))
     return found
 
 

@@ -17,14 +17,16 @@ and iterating over a result fetches its rows one call at a time; on the
 hundreds of thousands of rows of a large run both show. These helpers
 fetch all rows at once and look the names up once per result. The names
 become plain strings (SQLAlchemy's are a subclass), which a page handed
-to another process pickles once each.
+to another process pickles once each; so do equal strings of a result
+(hosts, owners, flavors...), which become one object (``OneCopy``).
 """
 
 
 def dicts(result):
     """The rows of ``result`` as a list of dicts."""
     keys = _names(result)
-    return [dict(zip(keys, row)) for row in result.fetchall()]
+    one = OneCopy()
+    return [dict(zip(keys, map(one, row))) for row in result.fetchall()]
 
 
 def keyed(result, by):
@@ -34,7 +36,8 @@ def keyed(result, by):
     """
     keys = _names(result)
     position = keys.index(by)
-    return {row[position]: dict(zip(keys, row))
+    one = OneCopy()
+    return {row[position]: dict(zip(keys, map(one, row)))
             for row in result.fetchall()}
 
 
@@ -42,10 +45,31 @@ def grouped(result, by):
     """The rows of ``result`` as lists of dicts, by the value of ``by``."""
     keys = _names(result)
     position = keys.index(by)
+    one = OneCopy()
     groups = {}
     for row in result.fetchall():
-        groups.setdefault(row[position], []).append(dict(zip(keys, row)))
+        groups.setdefault(row[position], []).append(
+            dict(zip(keys, map(one, row))))
     return groups
+
+
+class OneCopy(object):
+    """Called on a value: the first equal string seen, or the value.
+
+    Rows of one batch repeat many strings (the flavors of instance_extra,
+    system metadata keys and values, hosts, owners): with one object for
+    each, a batch is shorter to hand over between processes (pickle
+    writes a repeated object once, and reads it back once) and takes less
+    room.
+    """
+
+    def __init__(self):
+        self._seen = {}
+
+    def __call__(self, value):
+        if type(value) is not str:
+            return value
+        return self._seen.setdefault(value, value)
 
 
 def _names(result):

@@ -66,6 +66,24 @@ class SystemMetadataTest(fixtures.DeploymentTestCase):
         with self.cell1.engine.connect() as conn:
             return cell_queries._system_metadata_rows(conn, self.uuids)
 
+    def test_equal_strings_are_one_object_in_either_way(self):
+        # Both instances have image_os_type rows: one key object (what
+        # makes a page short to hand over), equal values shared too.
+        with self.cell1.engine.connect() as conn:
+            for found in (cell_queries._aggregated_system_metadata(
+                    conn, self.uuids), self.rows()):
+                keys = {}
+                for uuid in self.uuids[:2]:
+                    for key, value, _ in found[uuid]:
+                        keys.setdefault(key, []).append((key, value))
+                both = [pairs for pairs in keys.values() if len(pairs) > 1]
+                self.assertTrue(both)
+                for pairs in both:
+                    self.assertEqual(1, len({id(key) for key, _ in pairs}))
+                    for (_, first), (_, other) in zip(pairs, pairs[1:]):
+                        if first == other:
+                            self.assertIs(first, other)
+
     def test_aggregate_returns_the_rows(self):
         expected = self.rows()
         self.assertEqual(AWKWARD_VALUES, {
