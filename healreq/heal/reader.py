@@ -99,8 +99,8 @@ class CellsReader(object):
 
     Use as a context manager; ``pages(cell_uuid)`` iterates over a cell's
     pages. The child reads the cells of ``specs`` one after the other,
-    each as soon as it has handed over the last page of the one before,
-    so the walk finds the next cell's first page read when it gets there.
+    loading the next cell's first pages while it hands over the last of
+    the one before, so the walk finds them read when it gets there.
     The walk asks for the cells in the order of ``specs`` and may pass
     over some (what the child read of them is dropped); it cannot go
     back. ``stop_check()`` is called while waiting for a page, and
@@ -115,7 +115,7 @@ class CellsReader(object):
         self._stop_check = stop_check
         self._process = None
         self._pipe = None
-        self._ended = None  # the error that ended the child, if any
+        self._ended = None  # (kind, message) that ended the child
 
     def __enter__(self):
         # Flushed before the fork: the child flushes its copies on exit.
