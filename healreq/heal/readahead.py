@@ -34,7 +34,7 @@ def _no_stop():
     pass
 
 
-def _in_daemon_thread(call, *args):
+def started(call, *args):
     """A Future of ``call(*args)``, run in a daemon thread of its own.
 
     Unlike a ThreadPoolExecutor's threads, which the interpreter joins at
@@ -63,11 +63,6 @@ def interruptible(call, stop_check=_no_stop):
     return waited(started(call), stop_check)
 
 
-def started(call):
-    """A Future of ``call()``, begun now in a daemon thread (see waited)."""
-    return _in_daemon_thread(call)
-
-
 def waited(future, stop_check=_no_stop):
     """The result of ``future``; ``stop_check()`` while waiting for it.
 
@@ -93,7 +88,7 @@ def loaded(pages, load, loaders):
     pending = collections.deque()
     try:
         for page in pages:
-            pending.append(_in_daemon_thread(load, page))
+            pending.append(started(load, page))
             if len(pending) == loaders:
                 yield pending.popleft().result()
         while pending:

@@ -27,6 +27,8 @@ strings, lists of strings or integers, and ``hw_numa_cpus`` as a list of
 sets of integers.
 """
 
+import functools
+
 from healreq.objects import image_coercion
 from healreq.objects import image_fields
 from healreq.objects import primitive
@@ -138,31 +140,15 @@ def derivation_items(sysmeta):
     """
     items = []
     for key, value in sysmeta.items():
-        read = _READ_BY_DERIVATION.get(key)
-        if read is None:
-            if not isinstance(key, str):
-                return None
-            read = _remember_key(key)
-        if not (value is None or isinstance(value, str)):
+        if not isinstance(key, str) or not (
+                value is None or isinstance(value, str)):
             return None
-        if read:
+        if _read_by_derivation(key):
             items.append((key, value))
     return tuple(sorted(items))
 
 
-# Whether the derivation reads a system metadata key, by key: a look-up
-# per row of every instance, so a plain dict (bounded like a memo).
-_READ_BY_DERIVATION = {}
-_KEYS_REMEMBERED = 4096
-
-
-def _remember_key(key):
-    if len(_READ_BY_DERIVATION) >= _KEYS_REMEMBERED:
-        _READ_BY_DERIVATION.clear()
-    read = _READ_BY_DERIVATION[key] = _read_by_derivation(key)
-    return read
-
-
+@functools.lru_cache(maxsize=4096)
 def _read_by_derivation(key):
     """Whether system metadata ``key`` can change the derived image."""
     prefix = image_fields.SM_IMAGE_PROP_PREFIX

@@ -36,10 +36,9 @@ MAX_CPU_IDS = 1 << 20
 # ImageMetaProps.NUMA_NODES_MAX, which bounds the flavor's keys too).
 NUMA_NODES_MAX = 128
 
-# What Nova reads as true and as false (oslo.utils' bool_from_string),
-# after stripping surrounding whitespace and lowering the case.
+# What Nova reads as true (oslo.utils' bool_from_string), after stripping
+# surrounding whitespace and lowering the case; anything else is false.
 TRUE_WORDS = frozenset(['1', 't', 'true', 'on', 'y', 'yes'])
-FALSE_WORDS = frozenset(['0', 'f', 'false', 'off', 'n', 'no'])
 
 _UNIT_POWERS = {'K': 1, 'M': 2, 'G': 3, 'T': 4, 'P': 5, 'E': 6, 'Z': 7,
                 'Y': 8, 'R': 9, 'Q': 10}
