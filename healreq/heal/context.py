@@ -104,8 +104,8 @@ class RunContext(object):
         versions to write.
         """
         self.detection, self.profile = records.learn_deployment(
-            self.api_engine, self.reference_url, self.target_release,
-            self._connect, service_down_time=self.service_down_time)
+            self.api_engine, self.cell_engine, self.target_release,
+            service_down_time=self.service_down_time)
         return self.detection
 
     def check_writable(self, writer, actions=('update',)):

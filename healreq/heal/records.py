@@ -67,10 +67,13 @@ def _learn_versions(api_engine):
     return profile
 
 
-def learn_deployment(api_engine, reference_url, target_release=None,
-                     connect=engines.create_engine, now=None,
-                     service_down_time=SERVICE_DOWN_TIME):
+def learn_deployment(api_engine, cell_engine, target_release=None,
+                     now=None, service_down_time=SERVICE_DOWN_TIME):
     """``(detection, profile)``: the Nova release the deployment runs.
+
+    ``cell_engine(cell)`` is the engine of a cell's database, owned by the
+    caller (CellDatabaseError if unusable): the walk's own, so that the
+    connections that read the services go on to read the instances.
 
     ``target_release`` (a releases.Release the operator named) overrides
     what the deployment's records say: the services registered in the
@@ -86,15 +89,17 @@ def learn_deployment(api_engine, reference_url, target_release=None,
         detection = releases.named(target_release)
     else:
         detection = evidence.judge(
-            registered_services(api_engine, reference_url, connect),
+            registered_services(api_engine, cell_engine),
             now or clock.utcnow(), service_down_time,
             _api_schema_head(api_engine), profile)
     return detection, profile.for_release(
         detection.release or releases.LATEST, named=detection.named)
 
 
-def registered_services(api_engine, reference_url, connect):
+def registered_services(api_engine, cell_engine):
     """Every cell's services that are not deleted or forced down.
+
+    ``cell_engine`` is as learn_deployment's.
 
     A cell that cannot be read is left out (its walk reports it).
     """
@@ -104,7 +109,7 @@ def registered_services(api_engine, reference_url, connect):
     services = []
     for cell in cells:
         try:
-            engine = connect_cell(cell, reference_url, connect)
+            engine = cell_engine(cell)
         except exception.CellDatabaseError as exc:
             LOG.warning('Release detection skips cell %s: %s',
                         cell['uuid'], exc)
@@ -116,8 +121,6 @@ def registered_services(api_engine, reference_url, connect):
             LOG.warning('Release detection skips cell %s: %s',
                         cell['uuid'], cell_error(cell, exc))
             continue
-        finally:
-            engine.dispose()
         services.extend(evidence.services_from_rows(
             cell['name'] or cell['uuid'], rows))
     return services
