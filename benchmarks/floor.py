@@ -39,13 +39,13 @@ from healreq.db import cell_queries
 
 def read_cell_rows(conn, uuids):
     """A page's cell rows, read as the tool reads them."""
+    in_progress, failed_resizes = cell_queries.get_migrations(conn, uuids)
     return dict(
         extras=cell_queries.get_instance_extras(conn, uuids),
-        migrations=cell_queries.get_migrations_in_progress(conn, uuids),
+        migrations=in_progress,
         system_metadata=cell_queries.get_system_metadata(conn, uuids),
         block_devices=cell_queries.get_root_block_devices(conn, uuids),
-        failed_resizes=cell_queries.get_failed_resize_flavor_ids(conn,
-                                                                 uuids),
+        failed_resizes=failed_resizes,
     )
 
 

@@ -43,10 +43,9 @@ def read_instance(conn, api, uuid):
     """One instance's extra and spec rows, every table read on its own."""
     one = [uuid]
     extras = cell_queries.get_instance_extras(conn, one).get(uuid)
-    cell_queries.get_migrations_in_progress(conn, one)
+    cell_queries.get_migrations(conn, one)
     cell_queries.get_system_metadata(conn, one)
     cell_queries.get_root_block_devices(conn, one)
-    cell_queries.get_failed_resize_flavor_ids(conn, one)
     api_queries.get_instance_mappings(api, one)
     spec = api_queries.get_request_specs(api, one).get(uuid)
     return extras[0] if extras else None, spec

@@ -32,6 +32,10 @@ from healreq.db import tables
 # (migration_get_in_progress_by_host_and_node). 'finished' is in progress.
 TERMINAL_MIGRATION_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
                                'completed', 'cancelled', 'done')
+# Terminal statuses of a resize that failed: its target flavor may linger.
+FAILED_STATUSES = ('error', 'failed')
+_FINISHED_STATUSES = tuple(status for status in TERMINAL_MIGRATION_STATUSES
+                           if status not in FAILED_STATUSES)
 
 _INSTANCE_COLUMNS = ('id', 'uuid', 'deleted', 'hidden', 'vm_state',
                      'task_state', 'host', 'updated_at', 'instance_type_id',
@@ -67,17 +71,16 @@ def _statements():
                          e.c.pci_requests).where(
             e.c.deleted == 0, e.c.instance_uuid.in_(_uuids())).order_by(
             e.c.id),
+        # In progress, and failed resizes, in one statement. COALESCE
+        # keeps the status out of the index look-up: MariaDB would build
+        # ranges for every uuid and excluded status, which costs more than
+        # filtering the few rows of each instance.
         migrations=sa.select(m.c.id, m.c.uuid, m.c.instance_uuid, m.c.status,
-                             m.c.migration_type).where(
+                             m.c.migration_type,
+                             m.c.new_instance_type_id).where(
             m.c.deleted == 0, m.c.instance_uuid.in_(_uuids()),
-            sa.or_(m.c.status.is_(None),
-                   m.c.status.not_in(TERMINAL_MIGRATION_STATUSES)),
+            sa.func.coalesce(m.c.status, '').not_in(_FINISHED_STATUSES),
         ).order_by(m.c.id.desc()),
-        failed_resizes=sa.select(m.c.instance_uuid,
-                                 m.c.new_instance_type_id).where(
-            m.c.deleted == 0, m.c.instance_uuid.in_(_uuids()),
-            m.c.migration_type == 'resize',
-            m.c.status.in_(('error', 'failed'))),
         sysmeta_rows=sa.select(s.c.instance_uuid, s.c.key, s.c.value,
                                s.c.deleted).where(
             s.c.instance_uuid.in_(_uuids())).order_by(s.c.id),
@@ -129,19 +132,31 @@ def get_instance_extras(conn, instance_uuids):
                         'instance_uuid')
 
 
+def get_migrations(conn, instance_uuids):
+    """``(in progress, failed resize targets)`` of instances, one query.
+
+    In progress: live migrations not in a terminal status, newest first,
+    grouped by instance. Failed resize targets: the new flavor ids of
+    live resizes that ended in error or failed, as frozensets by instance.
+    """
+    in_progress = {}
+    failed = {}
+    for row in rows.dicts(_by_uuids(conn, 'migrations', instance_uuids)):
+        status = row['status']
+        uuid = row['instance_uuid']
+        if status in FAILED_STATUSES:
+            if row['migration_type'] == 'resize':
+                failed.setdefault(uuid, set()).add(
+                    row['new_instance_type_id'])
+            continue
+        del row['new_instance_type_id']
+        in_progress.setdefault(uuid, []).append(row)
+    return in_progress, {uuid: frozenset(ids) for uuid, ids in failed.items()}
+
+
 def get_migrations_in_progress(conn, instance_uuids):
     """Live migrations not in a terminal status, grouped by instance."""
-    return rows.grouped(_by_uuids(conn, 'migrations', instance_uuids),
-                        'instance_uuid')
-
-
-def get_failed_resize_flavor_ids(conn, instance_uuids):
-    """Target flavor ids of failed resizes, grouped by instance."""
-    flavor_ids = {}
-    for uuid, flavor_id in _by_uuids(conn, 'failed_resizes',
-                                     instance_uuids).fetchall():
-        flavor_ids.setdefault(uuid, set()).add(flavor_id)
-    return {uuid: frozenset(ids) for uuid, ids in flavor_ids.items()}
+    return get_migrations(conn, instance_uuids)[0]
 
 
 def get_system_metadata(conn, instance_uuids):

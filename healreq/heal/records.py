@@ -175,20 +175,7 @@ def cell_error(cell, exc):
 
 def read_cell_rows(conn, uuids, checked_fields):
     """The cell rows the checked fields need, one query per table."""
-    checked = set(checked_fields)
-    rows = {
-        'extras': cell_queries.get_instance_extras(conn, uuids),
-        'migrations': cell_queries.get_migrations_in_progress(conn, uuids),
-        'system_metadata': {},
-        'block_devices': {},
-    }
-    if checked & field_checks.NEEDS_SYSTEM_METADATA:
-        rows['system_metadata'] = cell_queries.get_system_metadata(
-            conn, uuids)
-    if checked & field_checks.NEEDS_BLOCK_DEVICES:
-        rows['block_devices'] = cell_queries.get_root_block_devices(
-            conn, uuids)
-    return rows
+    return read_batch_rows(conn, uuids, checked_fields)[0]
 
 
 def cell_fields(rows, uuid):
@@ -302,14 +289,26 @@ def _learn_known_groups(api_engine, records):
 
 
 def read_batch_rows(conn, uuids, checked_fields):
-    """``read_cell_rows`` and the targets of failed resizes.
+    """``read_cell_rows``' rows and the targets of failed resizes.
 
-    Failed resizes only explain a drift; they are rarely any, but
-    reading them with the batch keeps a query off the evaluating
-    thread, and the re-read before a write can leave them out.
+    Failed resizes only explain a drift; they are rarely any, and come
+    with the migrations in progress, in the same query.
     """
-    return (read_cell_rows(conn, uuids, checked_fields),
-            cell_queries.get_failed_resize_flavor_ids(conn, uuids))
+    checked = set(checked_fields)
+    in_progress, failed = cell_queries.get_migrations(conn, uuids)
+    rows = {
+        'extras': cell_queries.get_instance_extras(conn, uuids),
+        'migrations': in_progress,
+        'system_metadata': {},
+        'block_devices': {},
+    }
+    if checked & field_checks.NEEDS_SYSTEM_METADATA:
+        rows['system_metadata'] = cell_queries.get_system_metadata(
+            conn, uuids)
+    if checked & field_checks.NEEDS_BLOCK_DEVICES:
+        rows['block_devices'] = cell_queries.get_root_block_devices(
+            conn, uuids)
+    return rows, failed
 
 
 def read_instance(api_engine, cell_engine, instance_uuid, checked_fields):

@@ -11,10 +11,11 @@
 #    under the License.
 
 
-"""System metadata read through the server's JSON aggregate.
+"""The cell queries whose SQL does more than select rows.
 
 Whatever path get_system_metadata takes (the aggregate, or plain rows
-where the server cannot aggregate), it must return exactly the rows.
+where the server cannot aggregate), it must return exactly the rows; the
+one query of migrations must split into exactly what Nova tracks.
 """
 
 import uuid as uuidlib
@@ -158,3 +159,41 @@ class SystemMetadataTest(fixtures.DeploymentTestCase):
             cell_queries.get_system_metadata(conn, self.uuids)
         self.assertEqual(
             1, len([s for s in statements if aggregate in s.lower()]))
+
+
+class MigrationsTest(fixtures.DeploymentTestCase):
+    """Migrations in progress and failed resizes come from one query."""
+
+    def add(self, *migrations):
+        return self.deployment.add_instance(
+            self.cell1, demo.M1_SMALL, migrations=migrations)
+
+    def test_in_progress_and_failed_resizes(self):
+        statuses = [None, 'migrating', 'finished', 'pre-migrating',
+                    'confirmed', 'reverted', 'error', 'failed', 'completed',
+                    'cancelled', 'done']
+        busy = self.add(*[dict(status=status, migration_type='migration')
+                          for status in statuses])
+        failed = self.add(
+            dict(status='error', new_instance_type_id=7),
+            dict(status='failed', new_instance_type_id=8),
+            dict(status='error', migration_type='live-migration',
+                 new_instance_type_id=9),
+            dict(status='error', new_instance_type_id=7, deleted=1),
+            dict(status='confirmed', new_instance_type_id=10))
+        idle = self.add(dict(status='completed'))
+        with self.cell1.engine.connect() as conn:
+            in_progress, targets = cell_queries.get_migrations(
+                conn, [busy, failed, idle])
+            self.assertEqual(
+                in_progress,
+                cell_queries.get_migrations_in_progress(
+                    conn, [busy, failed, idle]))
+        self.assertEqual({busy}, set(in_progress))
+        # Newest first, and exactly the statuses Nova still tracks.
+        self.assertEqual(['pre-migrating', 'finished', 'migrating', None],
+                         [m['status'] for m in in_progress[busy]])
+        self.assertEqual(
+            {'id', 'uuid', 'instance_uuid', 'status', 'migration_type'},
+            set(in_progress[busy][0]))
+        self.assertEqual({failed: frozenset([7, 8])}, targets)
