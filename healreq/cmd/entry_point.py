@@ -11,28 +11,44 @@
 #    under the License.
 
 
-"""The module behind the ``nova-heal`` console script.
+"""The ``nova-heal`` console script, and where it finds the command.
 
-``python -m healreq`` and the documentation generators reach ``main`` and
-``build_parser`` through here, so they follow the command wherever it
-lives, also from a checkout that is not installed. setup.cfg's console
-script names the same module (a unit test keeps the two equal).
+setup.cfg's console script, ``python -m healreq`` and the documentation
+generators reach the command through here, so they follow it wherever
+it lives, also from a checkout that is not installed. ``nova-heal
+--version`` alone is answered here: it needs none of the library, whose
+imports are most of the command's start-up.
 """
 
 import importlib
+import sys
 
-# The module of setup.cfg's "nova-heal = healreq.cmd.main:main".
-SCRIPT_MODULE = 'healreq.cmd.main'
+from healreq.cmd import streams
+
+# The module of the command: its ``main`` and ``build_parser``.
+COMMAND_MODULE = 'healreq.cmd.main'
 
 
 def module():
-    """The module that the ``nova-heal`` console script runs."""
-    return importlib.import_module(SCRIPT_MODULE)
+    """The module that runs the ``nova-heal`` command."""
+    return importlib.import_module(COMMAND_MODULE)
 
 
 def main(argv=None):
     """Run ``nova-heal`` with ``argv``; return the exit code."""
-    return module().main(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments == ['--version']:
+        return _print_version()
+    return module().main(arguments)
+
+
+def _print_version():
+    """Print what the command's own ``--version`` prints; return 0."""
+    from healreq import version
+    streams.reopen_closed()
+    with streams.guarded():
+        sys.stdout.write(version.version_info.release_string() + '\n')
+    return 0
 
 
 def build_parser():

@@ -11,7 +11,7 @@
 #    under the License.
 
 
-"""``python -m healreq`` is ``nova-heal``."""
+"""``python -m healreq`` is ``nova-heal``; so is its quick ``--version``."""
 
 import configparser
 import os
@@ -54,8 +54,40 @@ class EntryPointTest(testtools.TestCase):
                                     '..', 'setup.cfg'))
         scripts = dict(line.split(' = ') for line in setup_cfg.get(
             'entry_points', 'console_scripts').strip().splitlines())
-        self.assertEqual(entry_point.SCRIPT_MODULE + ':main',
+        self.assertEqual(entry_point.__name__ + ':main',
                          scripts['nova-heal'])
+
+    def test_quick_version_is_the_commands_and_imports_no_library(self):
+        # The command's own --version (oslo.config's) and the quick one
+        # print the same line; the quick one leaves the library unloaded.
+        probe = (
+            'import sys\n'
+            'from healreq.cmd import entry_point\n'
+            'code = entry_point.main(%r)\n'
+            'loaded = [name for name in ("healreq.api", "sqlalchemy", '
+            '"oslo_config") if name in sys.modules]\n'
+            'print(code, loaded)\n')
+        quick = subprocess.run(
+            [sys.executable, '-c', probe % (['--version'],)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=120)
+        full = subprocess.run(
+            [sys.executable, '-c', probe.replace(
+                'entry_point.main(', 'entry_point.module().main(') % (
+                    ['--version'],)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=120)
+        release = version.version_info.release_string()
+        self.assertEqual((release + '\n0 []\n', ''),
+                         (quick.stdout, quick.stderr))
+        self.assertEqual(release + '\n', full.stdout.split('0 [')[0])
+        self.assertIn("'healreq.api'", full.stdout)
+
+    def test_version_among_other_arguments_is_the_commands(self):
+        process = python_m_healreq('--version', '--debug')
+        self.assertEqual(0, process.returncode, process.stderr)
+        self.assertEqual(version.version_info.release_string(),
+                         process.stdout.strip())
 
     def test_version_is_the_full_build(self):
         # pbr's release string keeps the dev part (0.0.1.dev34), which the
