@@ -24,6 +24,7 @@ import importlib
 import sys
 
 from healreq.cmd import streams
+from healreq import version
 
 # The module of the command: its ``main`` and ``build_parser``.
 COMMAND_MODULE = 'healreq.cmd.main'
@@ -44,7 +45,6 @@ def main(argv=None):
 
 def _print_version():
     """Print what the command's own ``--version`` prints; return 0."""
-    from healreq import version
     streams.reopen_closed()
     with streams.guarded():
         sys.stdout.write(version.version_info.release_string() + '\n')
