@@ -45,13 +45,17 @@ def create_engine(url, pool_size=POOL_SIZE,
     ``lock_wait_timeout`` seconds for a row or table lock another session
     holds (the servers' defaults are 50 s for rows, a year for tables),
     then fails with error 1205. ``pool_size`` None keeps oslo.db's pool,
-    ``lock_wait_timeout`` None the server's lock waits.
+    ``lock_wait_timeout`` None the server's lock waits. PyMySQL's
+    connections share their default TLS context (see healreq.db.tls).
     """
     pool = {} if pool_size is None else dict(max_pool_size=pool_size,
                                              max_overflow=0)
     engine = engines.create_engine(url, max_retries=0,
                                    mysql_sql_mode='TRADITIONAL', **pool)
     check_connect_arguments(engine)
+    if engine.dialect.driver == 'pymysql':
+        from healreq.db import tls  # imports PyMySQL, as the dialect did
+        sa.event.listen(engine, 'do_connect', tls.connect)
     if engine.dialect.name == 'mysql' and lock_wait_timeout:
         _bound_lock_waits(engine, int(lock_wait_timeout))
     return engine
