@@ -275,6 +275,9 @@ class Walker(object):
                     return
                 if isinstance(page, Exception):
                     raise page
+                # Let go of this batch before the next is assembled, or
+                # the walk would hold two batches of parsed specs at once.
+                batch = begun = None
 
     def _cell_pages(self, cell, fields):
         """A context manager: the cell's pages, read by a child process.

@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 
 import fixtures as test_fixtures
 import sqlalchemy as sa
@@ -329,3 +330,27 @@ class WalkReadersTest(fixtures.DeploymentTestCase):
         self.assertEqual(sorted([[self.cell1.uuid], [self.cell2.uuid]]),
                          sorted(self.readers))
         self.assertEqual({'cell1': 1, 'cell2': 1}, self.drifted(report))
+
+
+class WalkMemoryTest(fixtures.DeploymentTestCase):
+    """A walk holds one batch of records at a time."""
+
+    def test_a_batch_is_let_go_before_the_next_is_assembled(self):
+        for _ in range(3):
+            self.add_drifted(self.cell1)
+            self.add_consistent(self.cell1)
+        earlier = []  # weak references to the records of earlier batches
+        still_held = []
+        original = records.assemble_records
+
+        def assembling(api_engine, page, checked_fields):
+            still_held.append(sum(ref() is not None for ref in earlier))
+            batch = original(api_engine, page, checked_fields)
+            earlier.extend(weakref.ref(record) for record in batch)
+            return batch
+        self.useFixture(test_fixtures.MonkeyPatch(
+            'healreq.heal.records.assemble_records', assembling))
+        report = self.run_in_process(dry_run=True, batch_size=2)
+        self.assertEqual(6, report.summary()['instances_checked'])
+        self.assertEqual([0, 0, 0], still_held)
+        self.assertEqual(6, len(earlier))
