@@ -35,9 +35,8 @@ class Connection(connections.Connection):
     """A PyMySQL connection whose PREFERRED-mode TLS context is shared."""
 
     def _create_ssl_ctx(self, sslp):
-        # PyMySQL asks for the PREFERRED mode's context with no options;
-        # options of the connection's own (or a context) are a dict with
-        # entries (or the context itself).
+        # PyMySQL asks with an empty dict for the PREFERRED mode's
+        # context; anything else is the connection's own TLS options.
         if not isinstance(sslp, dict) or sslp:
             return super()._create_ssl_ctx(sslp)
         with _lock:

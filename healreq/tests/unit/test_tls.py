@@ -14,6 +14,7 @@
 
 import ssl
 
+from pymysql import connections
 import testtools
 
 from healreq.db import tls
@@ -35,9 +36,8 @@ class SharedContextTest(testtools.TestCase):
 
     def test_it_is_the_context_pymysql_makes_without_options(self):
         shared, = _contexts({})
-        made = tls.connections.Connection._create_ssl_ctx(
-            tls.connections.Connection.__new__(tls.connections.Connection),
-            {})
+        plain = connections.Connection.__new__(connections.Connection)
+        made = plain._create_ssl_ctx({})
         self.assertIsNot(shared, made)
         self.assertEqual((made.verify_mode, made.check_hostname,
                           made.options, made.verify_flags),
