@@ -80,16 +80,20 @@ def loaded(pages, load, loaders):
 
     Up to ``loaders`` pages are loaded at once, each in a thread of its
     own; the next page is taken only when one of them is yielded, so at
-    most ``loaders`` loaded pages exist besides the one yielded last. An
-    exception of ``load`` is raised when its page's turn comes; closing
+    most ``loaders`` loaded pages exist besides the one yielded last. The
+    first page is loaded alone: the caller has nothing else to work on
+    meanwhile, and loads sharing the process would make it wait longer.
+    An exception of ``load`` is raised when its page's turn comes; closing
     the generator cancels the loads not started and leaves those under
     way to finish on their own (their results are dropped).
     """
     pending = collections.deque()
+    first = True
     try:
         for page in pages:
             pending.append(started(load, page))
-            if len(pending) == loaders:
+            if first or len(pending) == loaders:
+                first = False
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

@@ -76,22 +76,39 @@ class LoadedTest(testtools.TestCase):
                          list(readahead.loaded(_Source(30), load, 2)))
         self.assertNotIn(threading.current_thread(), threads)
 
-    def test_loads_run_at_once(self):
+    def test_loads_after_the_first_run_at_once(self):
         """Two loads are under way together: each waits for the other."""
         both = threading.Barrier(2, timeout=30)
 
         def load(number):
-            both.wait()
+            if number > 0:
+                both.wait()
             return number
-        self.assertEqual([0, 1, 2, 3],
-                         list(readahead.loaded(_Source(4), load, 2)))
+        self.assertEqual([0, 1, 2, 3, 4],
+                         list(readahead.loaded(_Source(5), load, 2)))
+
+    def test_first_page_is_loaded_alone(self):
+        under_way = []
+        lock = threading.Lock()
+
+        def load(number):
+            with lock:
+                under_way.append(number)
+            return number
+        source = _Source(100)
+        pages = readahead.loaded(source, load, 2)
+        self.assertEqual(0, next(pages))
+        self.assertEqual([0], under_way)
+        self.assertEqual(1, source.produced)
+        pages.close()
 
     def test_takes_a_page_only_when_one_is_yielded(self):
         source = _Source(100)
         pages = readahead.loaded(source, lambda number: number, 2)
         self.assertEqual(0, next(pages))
-        # The one yielded, the one loaded next, and none more.
-        self.assertEqual(2, source.produced)
+        self.assertEqual(1, next(pages))
+        # The two yielded, the one loaded next, and none more.
+        self.assertEqual(3, source.produced)
         pages.close()
 
     def test_loads_run_in_daemon_threads(self):
