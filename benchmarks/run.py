@@ -41,6 +41,7 @@ import time
 import sqlalchemy as sa
 
 import build
+import common
 from healreq.conf import healreq as healreq_conf
 from healreq.db import tables
 from healreq.heal import records
@@ -311,7 +312,8 @@ def _loads_line(loads):
                statistics.median(during)))
 
 
-def _header(args, deployment, names, sample_size, server, loads, network):
+def _header(args, deployment, names, sample_size, server, loads, network,
+            compiled):
     meta = deployment['meta']
     instances = args.instances
     split = build.cell_split(instances)
@@ -339,7 +341,9 @@ def _header(args, deployment, names, sample_size, server, loads, network):
         'Python        %s; SQLAlchemy %s; PyMySQL %s; %d CPUs'
         % (platform.python_version(), metadata.version('SQLAlchemy'),
            metadata.version('PyMySQL'), os.cpu_count() or 0),
-        'healreq       %s' % _healreq_revision(),
+        'healreq       %s; bytecode %s' % (
+            _healreq_revision(), 'compiled, as installed' if compiled
+            else 'NOT compiled: each start compiles the modules'),
         _loads_line(loads),
         'deployment    %s (built in %s s)' % (
             'reused' if deployment['reused'] else 'built by this run',
@@ -412,13 +416,14 @@ def _ratios(runs, summary, label):
     return lines
 
 
-def report(args, deployment, runs, sample_size, server, loads, network):
+def report(args, deployment, runs, sample_size, server, loads, network,
+           compiled):
     """The results: the run's settings, each contender, the ratios."""
     counted = {name: args.instances for name in runs}
     counted['naive'] = sample_size
     summary = summarize(runs, counted)
     lines = _header(args, deployment, list(runs), sample_size, server,
-                    loads, network)
+                    loads, network, compiled)
     lines += [''] + _table(runs, summary, counted, labels(args.workers))
     lines += [''] + _ratios(runs, summary, labels(args.workers, True))
     return '\n'.join(lines) + '\n'
@@ -604,13 +609,15 @@ def benchmark(args, deployment, workdir, server, network):
     names = contenders(args)
     command = commands(args, deployment, workdir, len(sample))
     check = checks(args, deployment, sample)
+    compiled = common.compile_healreq()
     # Untimed: warm the server's caches so that round 1 is not special.
     for name in FLOORS:
         check[name](measure(command[name](0)))
     load_before = os.getloadavg()[0]
     runs, loads = run_rounds(args, names, command, check)
     text = report(args, deployment, runs, len(sample), server,
-                  (load_before, loads, os.getloadavg()[0]), network)
+                  (load_before, loads, os.getloadavg()[0]), network,
+                  compiled)
     print('\n' + text, end='')
     with open(args.output, 'w') as handle:
         handle.write(text)

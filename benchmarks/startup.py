@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+import common
 from healreq.testing import demo
 
 COMMAND = [sys.executable, '-m', 'healreq']
@@ -65,6 +66,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rounds', type=int, default=5)
     args = parser.parse_args()
+    compiled = common.compile_healreq()
     with tempfile.TemporaryDirectory(prefix='healreq-startup-') as workdir:
         config = demo.build(workdir)
         commands = {
@@ -73,8 +75,9 @@ def main():
                 '--config-file', config, 'request-specs', '--dry-run',
                 '--instance', _an_instance(workdir)],
         }
-        print('start-up, medians of %d rounds (Python %s)'
-              % (args.rounds, sys.version.split()[0]))
+        print('start-up, medians of %d rounds (Python %s; bytecode %s)'
+              % (args.rounds, sys.version.split()[0],
+                 'compiled' if compiled else 'NOT compiled'))
         for label, argv in commands.items():
             times = [_seconds(argv) for _ in range(args.rounds)]
             print('  %-42s %.2f s (%s)' % (
