@@ -83,6 +83,11 @@ class Release:
     pythons: tuple
     # Its newest point release when the table was last reviewed.
     nova_point: str
+    # OLDEST_SUPPORTED_SERVICE_VERSION of its nova/objects/service.py,
+    # resolved through SERVICE_VERSION_ALIASES: the service version of the
+    # oldest release it supports upgrading from. No service older than
+    # this runs beside it.
+    oldest_supported_service: int
 
     @property
     def label(self):
@@ -106,6 +111,10 @@ class Release:
         """The newest ``name`` version it loads, as written (``1.34``)."""
         return '%d.%d' % self.newest(name)
 
+    def runs_beside(self, service_version):
+        """Whether a service of that version can run beside this release."""
+        return service_version >= self.oldest_supported_service
+
     def can_load(self, name, version):
         """Whether it loads ``name`` at ``version`` (a parsed tuple)."""
         newest = self.newest(name)
@@ -120,46 +129,57 @@ _UP_TO_T = 'KMGT'
 _UP_TO_Q = 'KMGTPEZYRQ'
 _EITHER = (VICTORIA, CURRENT)
 
-# Oldest first. The bug 2097360 fix reached 28.3.1, 29.4.0 and 30.3.0 but
-# not their .0 releases, and never 26 or 27.
+# Oldest first. oldest_supported_service resolves the aliases Yoga 61,
+# Antelope 66, Caracal 66, Epoxy 68 and Gazpacho 72. The bug 2097360 fix
+# reached 28.3.1, 29.4.0 and 30.3.0 but not their .0 releases, and never
+# 26 or 27.
 RELEASES = (
     Release('2022.2', 'zed', 26, 64, (1, 14), (1, 34), _OLD_API_HEAD,
             _UP_TO_T, DISTUTILS, False, (VICTORIA,),
-            constraints='zed', pythons=('3.10', '3.10'), nova_point='26.3.0'),
+            constraints='zed', pythons=('3.10', '3.10'), nova_point='26.3.0',
+            oldest_supported_service=61),
     Release('2023.1', 'antelope', 27, 66, (1, 14), (1, 34), _OLD_API_HEAD,
             _UP_TO_T, DISTUTILS, False, (VICTORIA,),
             constraints='2023.1', pythons=('3.10', '3.10'),
-            nova_point='27.5.1'),
+            nova_point='27.5.1',
+            oldest_supported_service=61),
     Release('2023.2', 'bobcat', 28, 66, (1, 14), (1, 34), _API_HEAD,
             _UP_TO_Q, DISTUTILS, False, _EITHER,
             constraints='2023.2', pythons=('3.10', '3.11'),
-            nova_point='28.3.1'),
+            nova_point='28.3.1',
+            oldest_supported_service=66),
     Release('2024.1', 'caracal', 29, 67, (1, 15), (1, 37), _API_HEAD,
             _UP_TO_Q, DISTUTILS, False, _EITHER,
             constraints='2024.1', pythons=('3.10', '3.11'),
-            nova_point='29.4.0'),
+            nova_point='29.4.0',
+            oldest_supported_service=66),
     Release('2024.2', 'dalmatian', 30, 67, (1, 15), (1, 38), _API_HEAD,
             _UP_TO_Q, DISTUTILS, False, _EITHER,
             constraints='2024.2', pythons=('3.10', '3.12'),
-            nova_point='30.3.0'),
+            nova_point='30.3.0',
+            oldest_supported_service=66),
     Release('2025.1', 'epoxy', 31, 68, (1, 15), (1, 39), _API_HEAD,
             _UP_TO_Q, PACKAGING, False, (CURRENT,),
             constraints='2025.1', pythons=('3.10', '3.12'),
-            nova_point='31.3.1'),
+            nova_point='31.3.1',
+            oldest_supported_service=66),
     Release('2025.2', 'flamingo', 32, 70, (1, 15), (1, 42), _API_HEAD,
             _UP_TO_Q, PACKAGING, False, (CURRENT,),
             constraints='2025.2', pythons=('3.10', '3.12'),
-            nova_point='32.2.1'),
+            nova_point='32.2.1',
+            oldest_supported_service=68),
     Release('2026.1', 'gazpacho', 33, 72, (1, 15), (1, 42), _API_HEAD,
             _UP_TO_Q, PACKAGING, False, (CURRENT,),
             constraints='2026.1', pythons=('3.10', '3.13'),
-            nova_point='33.0.2'),
+            nova_point='33.0.2',
+            oldest_supported_service=68),
     # The current development series: its constraints are master's, whose
     # oslo.log 8.3.0 requires Python 3.11.
     Release('2026.2', 'hibiscus', 34, 74, (1, 15), (1, 44), _API_HEAD,
             _UP_TO_Q, PACKAGING, True, (CURRENT,),
             constraints='master', pythons=('3.11', '3.13'),
-            nova_point='34.0.0'),
+            nova_point='34.0.0',
+            oldest_supported_service=72),
 )
 
 OLDEST = RELEASES[0]
@@ -194,8 +214,9 @@ class Detection:
     then only approximated by the nearest one, and nothing is written).
     ``refusal`` says why nothing may be written although the release is
     supported (the evidence disagrees, or an upgrade is in progress);
-    ``notes`` are what else the report should say about the evidence, and
-    ``down_services`` the services judged down (see heal.evidence).
+    ``notes`` are what else the report should say about the evidence,
+    ``down_services`` the services judged down, and ``stale_services``
+    those too old to run beside the release (see heal.evidence).
     """
     release: Release
     source: str
@@ -204,6 +225,7 @@ class Detection:
     refusal: str = None
     notes: tuple = ()
     down_services: tuple = ()
+    stale_services: tuple = ()
 
     @property
     def named(self):
@@ -230,8 +252,8 @@ class Detection:
 def detect(service_version, api_schema_head, props_version):
     """The Release matching what the deployment's records say.
 
-    ``service_version`` is the lowest version of the live services that
-    load RequestSpecs (None if none is registered); ``api_schema_head``
+    ``service_version`` is the lowest version of the controllers that
+    decide (None if none is registered); ``api_schema_head``
     the API database's migration head; ``props_version`` the highest
     ImageMetaProps version of its newest specs. Releases sharing a
     service version are told apart by the schema head (2023.1/2023.2)

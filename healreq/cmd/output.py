@@ -96,6 +96,8 @@ def _release_dict(detection):
         'refusal': detection.refusal,
         'notes': list(detection.notes),
         'down_services': [s.as_dict() for s in detection.down_services],
+        'stale_services': [s.written_dict()
+                           for s in detection.stale_services],
     }
 
 

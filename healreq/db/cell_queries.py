@@ -226,11 +226,13 @@ def get_root_block_devices(conn, instance_uuids):
 def get_services(conn):
     """The cell's services that are not deleted, as plain dicts.
 
-    Each has host, binary, version, forced_down, last_seen_up and
-    created_at; whether a service is up is for the caller to judge.
+    Each has host, binary, version, forced_down, last_seen_up,
+    created_at and updated_at; whether a service is up is for the caller
+    to judge.
     """
     s = tables.services
     query = sa.select(s.c.host, s.c.binary, s.c.version, s.c.forced_down,
-                      s.c.last_seen_up, s.c.created_at).where(
+                      s.c.last_seen_up, s.c.created_at,
+                      s.c.updated_at).where(
         s.c.deleted == 0).order_by(s.c.id)
     return rows.dicts(conn.execute(query))

@@ -13,12 +13,16 @@
 
 """Which Nova release a deployment runs, judged from its own records.
 
-Evidence outranks guesses. Services that report in now outrank the rows
-that decommissioned hosts leave behind forever; and what the deployment's
-Nova demonstrably wrote, the object versions of its newest specs, must
-agree with what its services say. When it does not, or when the
-controllers that are up run different versions (an upgrade in progress),
-the release is still reported, but nothing may be written.
+Evidence outranks guesses. The controllers that report in now outrank
+the rows that decommissioned hosts leave behind forever; and what the
+deployment's Nova demonstrably wrote, the object versions of its newest
+specs, must agree with what its controllers say. The compute API loads
+the specs too, but under WSGI it writes its row when it starts and never
+reports again: its version guards the write, never its heartbeat.
+Computes do not read the specs and have no say. When the evidence
+disagrees, when the deciding controllers run different versions, or when
+a compute API may be older than them (an upgrade in progress), the
+release is still reported, but nothing may be written.
 
 Pure: the caller reads the service rows and the specs.
 """
@@ -27,12 +31,27 @@ import dataclasses
 
 from healreq import releases
 
-# The services that load RequestSpecs: the controllers. Their release
-# decides the rules and the object versions.
-SPEC_READERS = ('nova-osapi_compute', 'nova-conductor', 'nova-scheduler')
+# The services whose release decides the rules and the object versions:
+# they load RequestSpecs and report a heartbeat.
+CONTROLLERS = ('nova-conductor', 'nova-scheduler')
+# The compute API loads RequestSpecs too; it must not be older than the
+# controllers whose rules write them.
+COMPUTE_API = 'nova-osapi_compute'
+# Services that run under WSGI: they write their row when they start and
+# send no heartbeat, so they are never judged up or down.
+WSGI_SERVICES = (COMPUTE_API, 'nova-metadata')
 
 # Services named one by one in a message; the rest are counted.
 _NAMED_IN_MESSAGES = 5
+
+_REMEDIES = ('finish the upgrade, delete the stale service record '
+             '(openstack compute service delete), or name the release '
+             '(--target-release)')
+
+
+def _timestamp(value):
+    return None if value is None else '%sZ' % value.isoformat(
+        timespec='seconds')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,19 +64,32 @@ class Service:
     # The last heartbeat as Nova's DB servicegroup driver reads it:
     # last_seen_up, else created_at.
     last_seen: object
+    # When the row was last written: updated_at, else created_at. A WSGI
+    # service writes it when it starts.
+    last_written: object = None
 
     def describe(self):
         """E.g. ``nova-conductor on ctl-1 (version 64, last report ...)``."""
-        seen = ('never' if self.last_seen is None
-                else '%sZ' % self.last_seen.isoformat(timespec='seconds'))
         return '%s on %s (version %d, last report %s)' % (
-            self.binary, self.host, self.version, seen)
+            self.binary, self.host, self.version,
+            _timestamp(self.last_seen) or 'never')
+
+    def describe_written(self):
+        """E.g. ``nova-osapi_compute on api-1 (version 72, last ...)``."""
+        return '%s on %s (version %d, last written %s)' % (
+            self.binary, self.host, self.version,
+            _timestamp(self.last_written) or 'never')
 
     def as_dict(self):
         return {'cell': self.cell, 'host': self.host, 'binary': self.binary,
                 'version': self.version,
-                'last_report': None if self.last_seen is None
-                else '%sZ' % self.last_seen.isoformat(timespec='seconds')}
+                'last_report': _timestamp(self.last_seen)}
+
+    def written_dict(self):
+        """Like as_dict, with the last write instead of the last report."""
+        return {'cell': self.cell, 'host': self.host, 'binary': self.binary,
+                'version': self.version,
+                'last_written': _timestamp(self.last_written)}
 
 
 def services_from_rows(cell, rows):
@@ -68,7 +100,8 @@ def services_from_rows(cell, rows):
     """
     return [Service(cell=cell, host=row['host'], binary=row['binary'],
                     version=row['version'],
-                    last_seen=row['last_seen_up'] or row['created_at'])
+                    last_seen=row['last_seen_up'] or row['created_at'],
+                    last_written=row['updated_at'] or row['created_at'])
             for row in rows
             if not row['forced_down'] and row['version'] is not None]
 
@@ -85,49 +118,99 @@ def judge(services, now, down_time, api_schema_head, profile):
 
     ``services`` are every cell's Services, ``now`` naive UTC,
     ``down_time`` ``[DEFAULT]/service_down_time``, ``profile`` the
-    VersionProfile of the newest specs. Controllers that are up decide;
-    when none is, every registered service does, and the report says so.
+    VersionProfile of the newest specs. The controllers that are up
+    decide; when none is, every registered controller does, and the report
+    says so; without any, the release is not established. The compute
+    API's rows guard the write (see ``_compute_api_refusal``).
     """
-    up = [s for s in services if is_up(s, now, down_time)]
-    down = [s for s in services if not is_up(s, now, down_time)]
-    readers_up = [s for s in up if s.binary in SPEC_READERS]
-    notes = []
-    if readers_up:
-        basis = readers_up
+    heartbeats = [s for s in services if s.binary not in WSGI_SERVICES]
+    down = [s for s in heartbeats if not is_up(s, now, down_time)]
+    controllers = [s for s in heartbeats if s.binary in CONTROLLERS]
+    controllers_up = [s for s in controllers if is_up(s, now, down_time)]
+    basis, notes = _deciding(controllers, controllers_up, down, down_time)
+    if not basis:
+        return releases.Detection(
+            None, 'detected', 'no nova-conductor or nova-scheduler service '
+            'registered in any cell', supported=False, notes=tuple(notes),
+            down_services=tuple(down))
+    detection = releases.detect(
+        min(s.version for s in basis), api_schema_head,
+        profile.highest_seen('ImageMetaProps'))
+    apis = [s for s in services if s.binary == COMPUTE_API]
+    stale, older, newer = _sorted_apis(detection, basis, apis)
+    notes += _api_notes(detection.release, stale, newer)
+    return dataclasses.replace(
+        detection, notes=tuple(notes), down_services=tuple(down),
+        stale_services=tuple(stale),
+        refusal=_refusal(detection, basis, bool(controllers_up), older,
+                         profile))
+
+
+def _deciding(controllers, controllers_up, down, down_time):
+    """``(basis, notes)``: the controllers that decide, and what to say."""
+    if controllers_up:
+        notes = []
         if down:
             notes.append('%d service(s) down for more than %d s, ignored: '
                          '%s' % (len(down), down_time, _named(down)))
-    else:
-        # Computes included: any row that is neither deleted nor forced
-        # down may be all the evidence an offline copy holds.
-        basis = services
-        if services:
-            notes.append('no controller service has reported within %d s '
-                         '(an offline copy of the databases, or a '
-                         'maintenance window?): judged from every '
-                         'registered service that is not forced down, '
-                         'computes included' % down_time)
-        if down:
-            notes.append('%d service(s) down for more than %d s: %s'
-                         % (len(down), down_time, _named(down)))
-    detection = releases.detect(
-        min((s.version for s in basis), default=None), api_schema_head,
-        profile.highest_seen('ImageMetaProps'))
-    return dataclasses.replace(
-        detection, notes=tuple(notes), down_services=tuple(down),
-        refusal=_refusal(detection, readers_up, basis, profile))
+        return controllers_up, notes
+    notes = []
+    if controllers:
+        notes.append('no controller service has reported within %d s '
+                     '(an offline copy of the databases, or a maintenance '
+                     'window?): judged from every nova-conductor and '
+                     'nova-scheduler row that is not forced down'
+                     % down_time)
+    if down:
+        notes.append('%d service(s) down for more than %d s: %s'
+                     % (len(down), down_time, _named(down)))
+    return controllers, notes
 
 
-def _refusal(detection, readers_up, basis, profile):
-    """Why nothing may be written for this evidence, or None."""
-    versions = sorted({s.version for s in readers_up})
-    if len(versions) > 1:
-        return ('an upgrade is in progress: the controllers that are up run '
-                'service versions %s (%s)'
-                % (', '.join(map(str, versions)), _named(readers_up)))
+def _sorted_apis(detection, basis, apis):
+    """``(stale, older, newer)`` compute API rows, beside the controllers.
+
+    Stale: too old for any release to run beside the controllers'.
+    Older: older than the controllers, but possibly live.
+    """
     release = detection.release
-    if release is None or not detection.supported:
+    lowest = min(s.version for s in basis)
+    stale = [s for s in apis if not release.runs_beside(s.version)]
+    older = [s for s in apis
+             if release.runs_beside(s.version) and s.version < lowest]
+    newer = [s for s in apis if s.version > lowest]
+    return stale, older, newer
+
+
+def _api_notes(release, stale, newer):
+    notes = []
+    if stale:
+        notes.append(
+            '%d compute API service(s) older than any release that runs '
+            'beside %s (service version %d on), stale and ignored: %s'
+            % (len(stale), release.label, release.oldest_supported_service,
+               _named(stale, written=True)))
+    if newer:
+        notes.append(
+            '%d compute API service(s) newer than the controllers, which '
+            'load what the controllers\' release writes: %s'
+            % (len(newer), _named(newer, written=True)))
+    return notes
+
+
+def _refusal(detection, basis, basis_up, older_apis, profile):
+    """Why nothing may be written for this evidence, or None."""
+    versions = sorted({s.version for s in basis})
+    if len(versions) > 1:
+        up = 'that are up ' if basis_up else ''
+        return ('an upgrade is in progress: the controllers %srun '
+                'service versions %s (%s)'
+                % (up, ', '.join(map(str, versions)), _named(basis)))
+    release = detection.release
+    if not detection.supported:
         return None
+    if older_apis:
+        return _compute_api_refusal(release, versions[0], older_apis)
     newer = ['%s %d.%d' % (name, *seen)
              for name, seen in _seen_versions(profile)
              if not release.can_load(name, seen)]
@@ -138,6 +221,15 @@ def _refusal(detection, readers_up, basis, profile):
             % (release.label, _named(basis), ', '.join(newer)))
 
 
+def _compute_api_refusal(release, controllers_version, older):
+    """The refusal for compute APIs that may be older than the rules."""
+    return ('an upgrade is in progress: %d compute API service(s) older '
+            'than the controllers (service version %d, %s) may not load '
+            'what their release writes: %s; %s'
+            % (len(older), controllers_version, release.label,
+               _named(older, written=True), _REMEDIES))
+
+
 def _seen_versions(profile):
     for name in releases.OBJECT_NAMES:
         seen = profile.highest_seen(name)
@@ -145,10 +237,11 @@ def _seen_versions(profile):
             yield name, seen
 
 
-def _named(services):
+def _named(services, written=False):
     """The oldest few services described, and how many more there are."""
     ordered = sorted(services, key=lambda s: (s.version, s.binary, s.host))
-    text = ', '.join(s.describe() for s in ordered[:_NAMED_IN_MESSAGES])
+    text = ', '.join(s.describe_written() if written else s.describe()
+                     for s in ordered[:_NAMED_IN_MESSAGES])
     if len(ordered) > _NAMED_IN_MESSAGES:
         text += ' and %d more' % (len(ordered) - _NAMED_IN_MESSAGES)
     return text

@@ -406,6 +406,25 @@ def add_service(engine, binary, version, host='controller-1',
                 deleted=service_id, deleted_at=LONG_AGO))
 
 
+def add_wsgi_service(engine, version, host='api-1',
+                     binary='nova-osapi_compute', created_at=_NOW,
+                     updated_at=None, forced_down=False):
+    """Register a service the way Nova 34's WSGI applications do.
+
+    An application writes its row when it starts and never again: no
+    heartbeat (``last_seen_up`` NULL, ``report_count`` 0). By default the
+    row was created now; ``updated_at`` is its last restart, if any.
+    """
+    if created_at is _NOW:
+        created_at = clock.utcnow()
+    with engine.begin() as conn:
+        conn.execute(tables.services.insert().values(
+            host=host, binary=binary, topic=None, report_count=0,
+            version=version, deleted=0, forced_down=forced_down,
+            last_seen_up=None, created_at=created_at,
+            updated_at=updated_at))
+
+
 def _insert_instance(conn, uuid, cur_data, updated_at, image_ref, host,
                      vm_state, task_state, hidden, instance_type_id,
                      availability_zone):

@@ -15,6 +15,7 @@
 import copy
 import datetime
 import json
+import random
 
 import testtools
 
@@ -35,9 +36,16 @@ M1_SMALL = dep.flavor(2, 'm1.small', vcpus=1, memory_mb=2048, root_gb=20)
 M1_LARGE = dep.flavor(4, 'm1.large', vcpus=4, memory_mb=8192, root_gb=80)
 
 
-def _service(binary, version, last_seen=UP, host=None):
+def _service(binary, version, last_seen=UP, host=None, last_written=None):
     return evidence.Service('cell1', host or '%s-%d' % (binary, version),
-                            binary, version, last_seen)
+                            binary, version, last_seen, last_written)
+
+
+def _api(version, host=None, last_written=DOWN):
+    """A compute API row as Nova 34's WSGI API writes it: no heartbeat."""
+    return _service('nova-osapi_compute', version, None,
+                    host=host or 'api-%d' % version,
+                    last_written=last_written)
 
 
 def _profile(*documents):
@@ -56,16 +64,20 @@ class ServiceRowsTest(testtools.TestCase):
 
     def test_forced_down_and_unversioned_rows_are_left_out(self):
         rows = [dict(host='a', binary='nova-conductor', version=74,
-                     forced_down=False, last_seen_up=UP, created_at=DOWN),
+                     forced_down=False, last_seen_up=UP, created_at=DOWN,
+                     updated_at=UP),
                 dict(host='b', binary='nova-conductor', version=64,
-                     forced_down=True, last_seen_up=UP, created_at=DOWN),
+                     forced_down=True, last_seen_up=UP, created_at=DOWN,
+                     updated_at=UP),
                 dict(host='c', binary='nova-conductor', version=None,
-                     forced_down=False, last_seen_up=UP, created_at=DOWN),
+                     forced_down=False, last_seen_up=UP, created_at=DOWN,
+                     updated_at=UP),
                 dict(host='d', binary='nova-compute', version=70,
-                     forced_down=None, last_seen_up=None, created_at=DOWN)]
+                     forced_down=None, last_seen_up=None, created_at=DOWN,
+                     updated_at=None)]
         self.assertEqual(
-            [('a', UP), ('d', DOWN)],
-            [(s.host, s.last_seen)
+            [('a', UP, UP), ('d', DOWN, DOWN)],
+            [(s.host, s.last_seen, s.last_written)
              for s in evidence.services_from_rows('cell1', rows)])
 
     def test_up_within_the_down_time_either_way(self):
@@ -111,23 +123,41 @@ class JudgeTest(testtools.TestCase):
         self.assertIn('no controller service has reported within 60 s',
                       detection.notes[0])
 
-    def test_fallback_counts_every_registered_service(self):
+    def test_fallback_counts_every_registered_controller(self):
         detection = self.judge(
             [_service('nova-conductor', 74, DOWN),
              _service('nova-compute', 66, DOWN, host='cmp-old')],
             profile=_profile(_spec(props_version='1.20', version='1.11')))
-        self.assertEqual(('2023.1', None), (detection.release.series,
+        self.assertEqual(('2026.2', None), (detection.release.series,
                                             detection.refusal))
-        self.assertIn('computes included', detection.notes[0])
+        self.assertIn('judged from every nova-conductor and nova-scheduler '
+                      'row that is not forced down', detection.notes[0])
         self.assertEqual(
             '2 service(s) down for more than 60 s: nova-compute on cmp-old '
             '(version 66, last report 2025-10-27T12:00:00Z), '
             'nova-conductor on nova-conductor-74 (version 74, last report '
             '2025-10-27T12:00:00Z)', detection.notes[1])
 
-    def test_fallback_to_computes_without_any_controller(self):
-        detection = self.judge([_service('nova-compute', 74, DOWN)])
-        self.assertEqual('2026.2', detection.release.series)
+    def test_fallback_controllers_at_different_versions(self):
+        detection = self.judge([_service('nova-conductor', 74, DOWN),
+                                _service('nova-scheduler', 72, DOWN)])
+        self.assertTrue(detection.refusal.startswith(
+            'an upgrade is in progress: the controllers run service '
+            'versions 72, 74 (nova-scheduler on '), detection.refusal)
+
+    def test_no_controller_row_establishes_no_release(self):
+        for services in ([_service('nova-compute', 74)],
+                         [_service('nova-osapi_compute', 74, None)],
+                         [_service('nova-compute', 74, DOWN),
+                          _service('nova-osapi_compute', 74, None)]):
+            detection = self.judge(services)
+            self.assertIsNone(detection.release)
+            self.assertEqual('no nova-conductor or nova-scheduler service '
+                             'registered in any cell', detection.evidence)
+            error = self.assertRaises(exception.InvalidInput,
+                                      detection.check_writable)
+            self.assertIn('cannot tell which Nova release runs',
+                          str(error))
 
     def test_nothing_registered(self):
         detection = self.judge([])
@@ -176,6 +206,130 @@ class JudgeTest(testtools.TestCase):
         detection = self.judge([_service('nova-conductor', 61)])
         self.assertFalse(detection.supported)
         self.assertIsNone(detection.refusal)
+
+
+class ComputeApiTest(testtools.TestCase):
+    """The compute API's rows: their versions guard, never their age."""
+
+    def judge(self, *apis, controllers_seen=UP):
+        return evidence.judge(
+            [_service('nova-conductor', 74, controllers_seen),
+             _service('nova-scheduler', 74, controllers_seen)] + list(apis),
+            NOW, 60, None, _profile(_spec()))
+
+    def test_never_judged_down(self):
+        detection = self.judge(_api(74))
+        self.assertEqual(('2026.2', None, (), (), ()),
+                         (detection.release.series, detection.refusal,
+                          detection.down_services, detection.stale_services,
+                          detection.notes))
+        detection.check_writable()
+
+    def test_older_but_possibly_live_refuses_writing(self):
+        for controllers_seen in (UP, DOWN):
+            detection = self.judge(_api(74), _api(72, host='api-old'),
+                                   controllers_seen=controllers_seen)
+            self.assertEqual('2026.2', detection.release.series)
+            self.assertEqual(
+                'an upgrade is in progress: 1 compute API service(s) older '
+                'than the controllers (service version 74, 2026.2 Hibiscus '
+                '(Nova 34)) may not load what their release writes: '
+                'nova-osapi_compute on api-old (version 72, last written '
+                '2025-10-27T12:00:00Z); finish the upgrade, delete the '
+                'stale service record (openstack compute service delete), '
+                'or name the release (--target-release)', detection.refusal)
+            self.assertRaises(exception.InvalidInput,
+                              detection.check_writable)
+
+    def test_older_than_any_release_beside_is_stale(self):
+        detection = self.judge(_api(74), _api(57, host='api-xena'))
+        self.assertIsNone(detection.refusal)
+        self.assertEqual(['api-xena'],
+                         [s.host for s in detection.stale_services])
+        self.assertEqual(
+            ('1 compute API service(s) older than any release that runs '
+             'beside 2026.2 Hibiscus (Nova 34) (service version 72 on), '
+             'stale and ignored: nova-osapi_compute on api-xena (version '
+             '57, last written 2025-10-27T12:00:00Z)',), detection.notes)
+        detection.check_writable()
+
+    def test_newer_does_not_block(self):
+        detection = self.judge(_api(76, host='api-new'))
+        self.assertIsNone(detection.refusal)
+        self.assertIn('1 compute API service(s) newer than the controllers',
+                      detection.notes[0])
+
+    def test_computes_neither_decide_nor_veto(self):
+        for seen in (UP, DOWN):
+            detection = evidence.judge(
+                [_service('nova-conductor', 74, seen),
+                 _service('nova-compute', 72, seen),
+                 _service('nova-compute', 57, seen, host='cmp-xena')],
+                NOW, 60, None, _profile(_spec()))
+            self.assertEqual(('2026.2', None), (detection.release.series,
+                                                detection.refusal))
+
+
+class RandomServicesPropertyTest(testtools.TestCase):
+    """For every release, random API and compute rows of any age.
+
+    The controllers agree with the specs; whatever the API, compute and
+    metadata rows say, the same release is chosen, and writing is
+    refused exactly when a live compute API could be older than the
+    controllers: a version from the oldest the release runs beside up to
+    below its own.
+    """
+
+    CASES = 300
+
+    def random_services(self, generator, release):
+        seen = generator.choice((UP, DOWN))
+        services = [_service(generator.choice(evidence.CONTROLLERS),
+                             release.service_version, seen,
+                             host='ctl-%d' % number)
+                    for number in range(generator.randint(1, 3))]
+        if seen is UP:
+            # Down controllers of any release are ignored.
+            services += [_service('nova-conductor', generator.randint(50, 80),
+                                  DOWN, host='ctl-down-%d' % number)
+                         for number in range(generator.randint(0, 2))]
+        for number in range(generator.randint(0, 6)):
+            binary = generator.choice(('nova-osapi_compute', 'nova-compute',
+                                       'nova-metadata'))
+            services.append(_service(
+                binary, generator.randint(50, 80),
+                generator.choice((UP, DOWN, None)),
+                host='random-%d' % number,
+                last_written=generator.choice((UP, DOWN, None))))
+        generator.shuffle(services)
+        return services
+
+    def test_same_release_refused_exactly_when_an_api_may_be_older(self):
+        generator = random.Random(20261201)
+        for release in releases.RELEASES:
+            profile = _profile(_spec(
+                props_version=release.newest_text('ImageMetaProps'),
+                version=release.newest_text('RequestSpec')))
+            for case in range(self.CASES):
+                services = self.random_services(generator, release)
+                detection = evidence.judge(services, NOW, 60,
+                                           release.api_schema_head, profile)
+                apis = [s for s in services
+                        if s.binary == 'nova-osapi_compute']
+                older = [s for s in apis if release.oldest_supported_service
+                         <= s.version < release.service_version]
+                stale = [s for s in apis
+                         if s.version < release.oldest_supported_service]
+                context = (release.series, case, services)
+                self.assertEqual(release, detection.release, context)
+                self.assertEqual(bool(older), detection.refusal is not None,
+                                 (context, detection.refusal))
+                self.assertEqual(sorted(s.host for s in stale),
+                                 sorted(s.host for s in
+                                        detection.stale_services), context)
+                self.assertFalse(
+                    [s for s in detection.down_services
+                     if s.binary in evidence.WSGI_SERVICES], context)
 
 
 class WriteGuardTest(testtools.TestCase):
