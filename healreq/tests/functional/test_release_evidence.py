@@ -159,8 +159,8 @@ class FallbackTest(EvidenceTestCase):
         self.assertEqual(2, len(doc['release']['notes']))
         self.assertIn('no controller service has reported within 60 s',
                       doc['release']['notes'][0])
-        self.assertIn('judged from every registered service that is not '
-                      'forced down, computes included',
+        self.assertIn('judged from every nova-conductor and '
+                      'nova-scheduler row that is not forced down',
                       doc['release']['notes'][0])
         # The services that are down are named in the text report too.
         lines = self.heal('--dry-run').stdout.splitlines()
@@ -178,7 +178,7 @@ class FallbackTest(EvidenceTestCase):
         self.assertEqual([(uuid, 'healed')], [
             (r['instance_uuid'], r['status']) for r in doc['results']])
 
-    def test_stale_rows_disagreeing_with_the_specs_refuse_writing(self):
+    def test_controllers_at_different_versions_refuse_writing(self):
         uuid = self.add_nova34_instance()
         drifted = self.add_drifted(self.cell1)
         self.make_every_service_stale()
@@ -187,55 +187,153 @@ class FallbackTest(EvidenceTestCase):
         result = self.heal()
         self.assertEqual(127, result.code, result.stdout + result.stderr)
         self.assertEqual(
-            ['nova-heal: error: the evidence disagrees: the services say '
-             '2022.2 Zed (Nova 26) (nova-conductor on ctl-decommissioned '
-             '(version 64, last report 2024-01-10T11:26:50Z), '
-             'nova-compute on cell0-nova-compute (version 74, last report '
-             '2024-01-10T11:26:50Z), nova-compute on cell1-nova-compute '
-             '(version 74, last report 2024-01-10T11:26:50Z), nova-compute '
-             'on cell2-nova-compute (version 74, last report '
+            ['nova-heal: error: an upgrade is in progress: the controllers '
+             'run service versions 64, 74 (nova-conductor on '
+             'ctl-decommissioned (version 64, last report '
              '2024-01-10T11:26:50Z), nova-conductor on cell0-nova-conductor '
-             '(version 74, last report 2024-01-10T11:26:50Z) and 2 more) '
-             'but the newest '
-             'specs hold RequestSpec 1.15, ImageMetaProps 1.44, which it '
-             'cannot load' + REFUSAL_END], result.stderr.splitlines())
+             '(version 74, last report 2024-01-10T11:26:50Z), '
+             'nova-conductor on cell1-nova-conductor (version 74, last '
+             'report 2024-01-10T11:26:50Z), nova-conductor on '
+             'cell2-nova-conductor (version 74, last report '
+             '2024-01-10T11:26:50Z))' + REFUSAL_END],
+            result.stderr.splitlines())
         self.assertEqual(before, self.all_spec_texts())
         result, doc = self.heal_json('--dry-run')
         self.assertFalse(doc['release']['writable'])
         self.assertIn(drifted, [r['instance_uuid'] for r in doc['results']])
         self.assertIn('hw_sound_model', self.deployment.spec_text(uuid))
 
-    def test_no_controller_up_counts_the_computes(self):
-        # A compute left behind on Zed, neither deleted nor forced down:
-        # with no controller up, it is evidence like any other row.
+    def test_no_controller_up_ignores_an_older_compute(self):
+        # An offline copy: a compute still on 2026.1, which Nova 34 runs
+        # beside it. Computes never load the specs.
         uuid = self.add_nova34_instance()
-        self.add_drifted(self.cell1)
+        drifted = self.add_drifted(self.cell1)
         self.make_every_service_stale()
-        self.stale_service(64, binary='nova-compute', host='cmp-old')
+        self.stale_service(72, binary='nova-compute', host='cmp-n-1')
+        result, doc = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(('2026.2', True), (doc['release']['series'],
+                                            doc['release']['writable']))
+        self.assertIn({'cell': 'cell1', 'host': 'cmp-n-1',
+                       'binary': 'nova-compute', 'version': 72,
+                       'last_report': '2024-01-10T11:26:50Z'},
+                      doc['release']['down_services'])
+        self.assertEqual([(drifted, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+        self.assertIn('hw_sound_model', self.deployment.spec_text(uuid))
+
+    def test_no_controller_up_names_an_old_api_row_stale(self):
+        uuid = self.add_nova34_instance()
+        drifted = self.add_drifted(self.cell1)
+        self.make_every_service_stale()
+        dep.add_wsgi_service(self.cell1.engine, 57, host='api-xena',
+                             created_at=LONG_AGO)
+        result, doc = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            ('2026.2', [{'cell': 'cell1', 'host': 'api-xena',
+                         'binary': 'nova-osapi_compute', 'version': 57,
+                         'last_written': '2024-01-10T11:26:50Z'}]),
+            (doc['release']['series'], doc['release']['stale_services']))
+        self.assertEqual([(drifted, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+        self.assertIn('hw_sound_model', self.deployment.spec_text(uuid))
+
+    def test_without_any_controller_the_release_must_be_named(self):
+        drifted = self.add_drifted(self.cell1)
+        for cell in self.deployment.cells:
+            with cell.engine.begin() as conn:
+                conn.execute(tables.services.delete().where(
+                    tables.services.c.binary == 'nova-conductor'))
+        dep.add_wsgi_service(self.cell1.engine, 74)
         before = self.all_spec_texts()
         result = self.heal()
         self.assertEqual(127, result.code, result.stdout + result.stderr)
-        self.assertTrue(result.stderr.startswith(
-            'nova-heal: error: the evidence disagrees: the services say '
-            '2022.2 Zed (Nova 26) (nova-compute on cmp-old (version 64, '
-            'last report 2024-01-10T11:26:50Z), '), result.stderr)
+        self.assertEqual(
+            ['nova-heal: error: cannot tell which Nova release runs (no '
+             'nova-conductor or nova-scheduler service registered in any '
+             'cell)' + REFUSAL_END], result.stderr.splitlines())
         self.assertEqual(before, self.all_spec_texts())
-        result, doc = self.heal_json('--dry-run')
-        self.assertEqual(('2022.2', False), (doc['release']['series'],
-                                             doc['release']['writable']))
-        self.assertIn({'cell': 'cell1', 'host': 'cmp-old',
-                       'binary': 'nova-compute', 'version': 64,
-                       'last_report': '2024-01-10T11:26:50Z'},
-                      doc['release']['down_services'])
-        self.assertIn('hw_sound_model', self.deployment.spec_text(uuid))
-        # A forced-down compute does not count.
-        with self.cell1.engine.begin() as conn:
-            conn.execute(tables.services.update().where(
-                tables.services.c.host == 'cmp-old').values(
-                    forced_down=True))
-        result, doc = self.heal_json('--dry-run')
-        self.assertEqual(('2026.2', True), (doc['release']['series'],
-                                            doc['release']['writable']))
+        result, doc = self.heal_json('--target-release', '2026.2')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(drifted, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+
+
+class ComputeApiTest(EvidenceTestCase):
+    """Nova 34's compute API writes its row at start, then never again."""
+
+    def test_wsgi_api_rows_are_not_down(self):
+        self.add_nova34_instance()
+        # One started long ago and restarted since, one started now.
+        dep.add_wsgi_service(self.cell0.engine, 74, host='api-1',
+                             created_at=LONG_AGO,
+                             updated_at=LONG_AGO + datetime.timedelta(1))
+        dep.add_wsgi_service(self.cell0.engine, 74, host='api-2')
+        dep.add_wsgi_service(self.cell0.engine, 74, host='api-1',
+                             binary='nova-metadata', created_at=LONG_AGO)
+        self.assert_consistent()
+        drifted = self.add_drifted(self.cell1)
+        result, doc = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            ('2026.2', True, [], [], []),
+            (doc['release']['series'], doc['release']['writable'],
+             doc['release']['notes'], doc['release']['down_services'],
+             doc['release']['stale_services']))
+        self.assertEqual([(drifted, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+
+    def test_older_api_refuses_writing(self):
+        drifted = self.add_drifted(self.cell1)
+        dep.add_wsgi_service(self.cell0.engine, 74, host='api-1')
+        dep.add_wsgi_service(self.cell0.engine, 72, host='api-2',
+                             created_at=LONG_AGO - datetime.timedelta(9),
+                             updated_at=LONG_AGO)
+        before = self.all_spec_texts()
+        result = self.heal()
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            ['nova-heal: error: an upgrade is in progress: 1 compute API '
+             'service(s) older than the controllers (service version 74, '
+             '2026.2 Hibiscus (Nova 34)) may not load what their release '
+             'writes: nova-osapi_compute on api-2 (version 72, last '
+             'written 2024-01-10T11:26:50Z); finish the upgrade, delete the '
+             'stale service record (openstack compute service delete), or '
+             'name the release (--target-release)' + REFUSAL_END],
+            result.stderr.splitlines())
+        self.assertEqual(before, self.all_spec_texts())
+        result = self.heal('--dry-run')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn(drifted, result.stdout)
+        self.assertTrue(any(
+            line.startswith('  nothing may be written: an upgrade is in '
+                            'progress: 1 compute API service(s)')
+            for line in result.stdout.splitlines()), result.stdout)
+        result, doc = self.heal_json('--target-release', '2026.2')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+
+    def test_stale_api_is_named_and_does_not_block(self):
+        drifted = self.add_drifted(self.cell1)
+        dep.add_wsgi_service(self.cell0.engine, 74, host='api-1')
+        dep.add_wsgi_service(self.cell0.engine, 57, host='api-xena',
+                             created_at=LONG_AGO)
+        result = self.heal('--dry-run')
+        self.assertIn(
+            '  note: 1 compute API service(s) older than any release that '
+            'runs beside 2026.2 Hibiscus (Nova 34) (service version 72 on), '
+            'stale and ignored: nova-osapi_compute on api-xena (version 57, '
+            'last written 2024-01-10T11:26:50Z)', result.stdout.splitlines())
+        result, doc = self.heal_json()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            [{'cell': 'cell0', 'host': 'api-xena',
+              'binary': 'nova-osapi_compute', 'version': 57,
+              'last_written': '2024-01-10T11:26:50Z'}],
+            doc['release']['stale_services'])
+        self.assertEqual([], doc['release']['down_services'])
+        self.assertEqual([(drifted, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
 
 
 class UpgradeInProgressTest(EvidenceTestCase):
