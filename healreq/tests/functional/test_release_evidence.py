@@ -503,9 +503,13 @@ class StaleRowsPropertyTest(EvidenceTestCase):
         now = clock.utcnow()
         for number in range(generator.randint(1, 4)):
             other = generator.choice(others)
-            binary = generator.choice(('nova-conductor', 'nova-scheduler',
-                                       'nova-osapi_compute', 'nova-compute'))
             kind = generator.choice(('stale', 'forced', 'deleted', 'never'))
+            # A compute API row counts whatever its age (see
+            # test_api_and_compute_rows_change_no_written_byte).
+            binary = generator.choice(
+                ('nova-conductor', 'nova-scheduler', 'nova-compute')
+                + (('nova-osapi_compute',) if kind in ('forced', 'deleted')
+                   else ()))
             values = {
                 'stale': dict(last_seen_up=now - datetime.timedelta(
                     seconds=generator.randint(61, 10 ** 8))),
@@ -548,3 +552,73 @@ class StaleRowsPropertyTest(EvidenceTestCase):
             document = json.loads(text)
             self.assertEqual(self.release.newest_text('RequestSpec'),
                              document['nova_object.version'])
+
+    def set_controllers_seen(self, last_seen_up):
+        for cell in self.deployment.cells:
+            with cell.engine.begin() as conn:
+                conn.execute(tables.services.update().where(
+                    tables.services.c.binary == 'nova-conductor').values(
+                        last_seen_up=last_seen_up))
+
+    def add_random_api_and_compute_rows(self, generator, blocking):
+        """Add rows of any version and age; return whether one blocks.
+
+        ``blocking`` adds a compute API older than the controllers, but
+        recent enough to run beside them.
+        """
+        release = self.release
+        now = clock.utcnow()
+        when = (None, LONG_AGO, now, now - datetime.timedelta(
+            seconds=generator.randint(61, 10 ** 8)))
+        versions = [generator.randint(50, 80)
+                    for _ in range(generator.randint(1, 5))]
+        binaries = [generator.choice(('nova-osapi_compute', 'nova-compute',
+                                      'nova-metadata')) for _ in versions]
+        if blocking:
+            versions.append(generator.randint(
+                release.oldest_supported_service,
+                release.service_version - 1))
+            binaries.append('nova-osapi_compute')
+        for number, (binary, version) in enumerate(zip(binaries, versions)):
+            cell = generator.choice(self.deployment.cells)
+            host = 'random-%d' % number
+            if binary == 'nova-compute':
+                dep.add_service(cell.engine, binary, version, host=host,
+                                last_seen_up=generator.choice(when))
+            else:
+                dep.add_wsgi_service(
+                    cell.engine, version, host=host, binary=binary,
+                    created_at=generator.choice(when[1:]),
+                    updated_at=generator.choice(when))
+        return any(binary == 'nova-osapi_compute'
+                   and release.runs_beside(version)
+                   and version < release.service_version
+                   for binary, version in zip(binaries, versions))
+
+    def test_api_and_compute_rows_change_no_written_byte(self):
+        # Computes of any release and compute APIs at the controllers'
+        # version or newer, or too old to run beside them, change nothing,
+        # with the controllers up or, in an offline copy, all down; a
+        # compute API that may be older than the controllers refuses.
+        before = self.all_spec_texts()
+        expected = self.heal_outcome(before)
+        generator = random.Random('api-' + self.release.series)
+        can_block = (self.release.oldest_supported_service
+                     < self.release.service_version)
+        for trial in range(self.TRIALS):
+            self.remove_random_rows()
+            self.set_controllers_seen(generator.choice(
+                (clock.utcnow(), LONG_AGO)))
+            blocks = self.add_random_api_and_compute_rows(
+                generator, can_block and trial == self.TRIALS - 1)
+            if not blocks:
+                self.assertEqual(expected, self.heal_outcome(before),
+                                 'trial %d' % trial)
+                continue
+            for uuid, text in before.items():
+                self.deployment.set_spec(uuid, text)
+            result = self.heal()
+            self.assertEqual(127, result.code, result.stdout + result.stderr)
+            self.assertIn('compute API service(s) older than the '
+                          'controllers', result.stderr)
+            self.assertEqual(before, self.all_spec_texts())
