@@ -123,6 +123,14 @@ def _add_selection_options(parser):
                              'instead of the one detected from the '
                              'deployment (default: '
                              '[healreq]/target_release, else detected). '
+                             'Detection: the nova-conductor and '
+                             'nova-scheduler rows decide (those up, else '
+                             'all); without any, nothing is written unless '
+                             'the release is named. A nova-osapi_compute '
+                             'row (no heartbeat under WSGI) older than '
+                             'them refuses writing, unless too old to run '
+                             'beside their release (then named stale); '
+                             'computes never count. '
                              'Supported: %s.' % ', '.join(
                                  r.series for r in releases.RELEASES))
 

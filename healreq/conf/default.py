@@ -28,8 +28,9 @@ default_opts = [
                max=86400,
                help='As in nova.conf: a Nova service that has not reported '
                     'for this many seconds is down. healreq judges which '
-                    'Nova release runs from the controllers that are up, '
-                    'and names the services it ignored as down.'),
+                    'Nova release runs from the nova-conductor and '
+                    'nova-scheduler services that are up, and names the '
+                    'services it ignored as down.'),
 ]
 
 

@@ -228,6 +228,7 @@ _LEGACY_CELLS = {
 def _rules_rows():
     for release in releases.RELEASES:
         yield (_release_name(release), '%d' % release.service_version,
+               '%d' % release.oldest_supported_service,
                '``%s``' % release.api_schema_head,
                release.newest_text('RequestSpec'),
                release.newest_text('ImageMetaProps'),
@@ -240,8 +241,9 @@ def _rules_rows():
 def release_rules_lines():
     """What differs between the supported releases."""
     return table(
-        ('release', 'service version', 'API schema head',
+        ('release', 'service version', 'runs beside service versions from',
+         'API schema head',
          'RequestSpec', 'ImageMetaProps', 'page-size units',
          'version predicates', 'checks memory encryption',
          'legacy NUMA cells'), _rules_rows(),
-        widths=(14, 8, 13, 12, 14, 9, 11, 10, 11))
+        widths=(13, 8, 8, 12, 10, 12, 9, 10, 9, 9))
