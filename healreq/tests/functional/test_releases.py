@@ -74,7 +74,8 @@ class DetectionTest(ReleaseTestCase):
             {'series': '2022.2', 'codename': 'zed', 'nova': 26,
              'source': 'detected', 'evidence': 'service version 64',
              'supported': True, 'writable': True, 'refusal': None,
-             'notes': [], 'down_services': []}, doc['release'])
+             'notes': [], 'down_services': [], 'stale_services': []},
+            doc['release'])
 
     def test_oldest_spec_reader_decides(self):
         # A conductor upgraded to 2026.1, a scheduler still on 2025.1:
@@ -177,8 +178,8 @@ class UnsupportedReleaseTest(ReleaseTestCase):
     def test_no_service_registered(self):
         self.remove_services()
         uuid = self.assert_write_refused(
-            'cannot tell which Nova release runs (no live Nova service '
-            'registered in any cell)')
+            'cannot tell which Nova release runs (no nova-conductor or '
+            'nova-scheduler service registered in any cell)')
         result, doc = self.heal_json('--target-release', '2026.2')
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual([(uuid, 'healed')], [
