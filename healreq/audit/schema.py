@@ -34,10 +34,11 @@ _MYSQL_TABLE_ARGS = {'mysql_charset': 'utf8mb4',
                      'mysql_collate': 'utf8mb4_unicode_ci'}
 
 # The version row of the stores from before alembic, kept so that those
-# releases refuse a store they no longer understand (it records 3).
+# releases refuse a store they no longer understand (it records 3). Its
+# primary key is there for servers that require one on every table.
 audit_schema = sa.Table(
     'audit_schema', metadata,
-    sa.Column('version', sa.Integer, nullable=False),
+    sa.Column('version', sa.Integer, primary_key=True, autoincrement=False),
     **_MYSQL_TABLE_ARGS)
 
 runs = sa.Table(

@@ -189,6 +189,14 @@ class MigrationTestCase(testscenarios.WithScenarios, testtools.TestCase):
                   fk['referred_columns'])
                  for fk in self.inspector().get_foreign_keys(table)])
 
+    def assert_primary_keys(self):
+        """Every table of the store has a primary key."""
+        inspector = self.inspector()
+        self.assertEqual(
+            [], [table for table in inspector.get_table_names()
+                 if not inspector.get_pk_constraint(table)[
+                     'constrained_columns']])
+
     def write_config(self):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'nova.conf')
@@ -295,6 +303,12 @@ class WalkTest(MigrationTestCase):
         self.assert_rows_kept(STARTED_NS)
         self.assert_foreign_keys()
 
+    def _check_b954a130a319(self):
+        """Every table has a primary key (Galera may require one)."""
+        self.assert_primary_keys()
+        self.assertEqual([3], self.legacy_version())
+        self.assert_rows_kept(STARTED_NS)
+
     def _check_05d1b6b0869b(self):
         """utf8mb4 tables on MySQL, foreign keys and rows kept."""
         self.assert_foreign_keys()
@@ -341,6 +355,7 @@ class AdoptionTest(MigrationTestCase):
         self.assertEqual([3], self.legacy_version())
         self.assert_rows_kept(started_ns)
         self.assert_models_match()
+        self.assert_primary_keys()
         self.assertEqual([RUN['id']], [r['id'] for r in store.list_runs(5)])
         self.assertEqual([CHANGE['id']],
                          [c['id'] for c in store.changes(RUN['id'])])
