@@ -106,6 +106,18 @@ findings = sa.Table(
     sa.Index('findings_instance_uuid_idx', 'instance_uuid'),
     **_MYSQL_TABLE_ARGS)
 
+# The leases and locks that every client of a MySQL/MariaDB store must
+# see, whichever server of a Galera cluster it talks to
+# (healreq.audit.lease): one row per held lease, renewed by its holder.
+leases = sa.Table(
+    'leases', metadata,
+    sa.Column('name', sa.String(64), primary_key=True),
+    # The server whose named lock backs the lease (host:port).
+    sa.Column('server', sa.String(255), nullable=False),
+    # The database server's clock at the last renewal, in microseconds.
+    sa.Column('renewed_us', sa.BigInteger, nullable=False),
+    **_MYSQL_TABLE_ARGS)
+
 
 class SchemaTooNew(exception.AuditStoreError):
     """The store was written by a newer healreq: it cannot be opened."""
