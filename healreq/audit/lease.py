@@ -19,7 +19,14 @@ a free lease proves the run can write nothing more.
 
 * On a MySQL/MariaDB store the lease is the named lock
   ``healreq-run-<run id>``, taken with ``GET_LOCK`` on a connection kept
-  open for the run.
+  open for the run, and the row ``run-<run id>`` of the ``leases`` table,
+  which a thread of the run renews every RENEW_INTERVAL seconds. A named
+  lock is seen only by the server holding it: on a Galera cluster a
+  client of another node finds it free. The row is seen by every node,
+  so such a client judges the lease by it: free once its last renewal is
+  more than EXPIRY seconds old (by the database's clock), or gone. A
+  client of the server named in the row trusts the named lock, which
+  the server releases the moment the run's connection dies.
 * On an SQLite file store it is an exclusive ``flock`` on the owner-only
   file ``<store file>.run-<run id>.lock``, removed when the run ends.
 * An in-memory SQLite store lives in one process: its leases are kept in
@@ -28,15 +35,31 @@ a free lease proves the run can write nothing more.
 
 import errno
 import fcntl
+import logging
 import os
+import threading
 
 import sqlalchemy as sa
+
+LOG = logging.getLogger(__name__)
 
 NAMED_LOCK = 'mysql-lock'
 FILE_LOCK = 'flock'
 IN_PROCESS = 'process'
 
 _in_process = set()
+
+# Seconds between two renewals of a lease row, and the age past which a
+# lease row that was not renewed is free: its holder died (or has lost
+# the cluster, where it can write nothing either).
+RENEW_INTERVAL = 5
+EXPIRY = 30
+
+# The database server's clock in microseconds, and its name: one clock
+# for every client whatever its host's, and the server whose named locks
+# a client sees.
+_NOW_US = 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)'
+_SERVER = "CONCAT(@@hostname, ':', @@port)"
 
 
 def kind_for(engine):
@@ -69,6 +92,9 @@ def is_free(engine, kind, run_id):
     """
     if kind == NAMED_LOCK:
         with engine.connect() as conn:
+            row = lease_row(conn, _row_name(run_id))
+            if row is not None and row.server != row.here:
+                return row.age_us > EXPIRY * 10 ** 6
             free = conn.execute(sa.text('SELECT IS_FREE_LOCK(:name)'),
                                 {'name': _lock_name(run_id)}).scalar()
         return bool(free)
@@ -96,8 +122,50 @@ def lock_file_runs(engine):
             and len(entry) > len(prefix) + len(suffix)]
 
 
+def insert_row(conn, name):
+    """Insert lease row ``name``, held by ``conn``'s server, renewed now.
+
+    Raises the database's duplicate-key error if the row exists.
+    """
+    conn.execute(sa.text(
+        'INSERT INTO leases (name, server, renewed_us) VALUES '
+        '(:name, %s, %s)' % (_SERVER, _NOW_US)), {'name': name})
+
+
+def renew_row(conn, name):
+    """Set lease row ``name``'s renewal to now; False if it is gone."""
+    return conn.execute(sa.text(
+        'UPDATE leases SET renewed_us = %s WHERE name = :name' % _NOW_US),
+        {'name': name}).rowcount == 1
+
+
+def delete_row(conn, name, renewed_us=None):
+    """Delete lease row ``name`` (only if renewed at ``renewed_us``)."""
+    query = 'DELETE FROM leases WHERE name = :name'
+    if renewed_us is not None:
+        query += ' AND renewed_us = :renewed_us'
+    return conn.execute(sa.text(query), {
+        'name': name, 'renewed_us': renewed_us}).rowcount == 1
+
+
+def lease_row(conn, name):
+    """Lease row ``name``; None if there is none.
+
+    Its ``server``, ``renewed_us`` and ``age_us``, and ``here``, the
+    server ``conn`` talks to.
+    """
+    return conn.execute(sa.text(
+        'SELECT server, renewed_us, %s - renewed_us AS age_us, %s AS here '
+        'FROM leases WHERE name = :name' % (_NOW_US, _SERVER)),
+        {'name': name}).first()
+
+
 def _lock_name(run_id):
     return 'healreq-run-%s' % run_id
+
+
+def _row_name(run_id):
+    return 'run-%s' % run_id
 
 
 def _sqlite_path(engine):
@@ -135,12 +203,16 @@ class _NamedLock(object):
 
     def __init__(self, engine, run_id):
         self._name = _lock_name(run_id)
+        self._row = _row_name(run_id)
         self._conn = engine.connect()
         try:
             with self._conn.begin():
                 taken = self._conn.execute(
                     sa.text('SELECT GET_LOCK(:name, 0)'),
                     {'name': self._name}).scalar()
+            if taken == 1:
+                with self._conn.begin():
+                    insert_row(self._conn, self._row)
         except BaseException:
             self._conn.invalidate()
             self._conn.close()
@@ -148,21 +220,54 @@ class _NamedLock(object):
         if taken != 1:
             self._conn.close()
             raise LeaseError('lock %s is held elsewhere' % self._name)
+        self._renewer = Renewer(engine, self._row)
 
     def release(self):
         if self._conn is None:
             return
         conn, self._conn = self._conn, None
+        self._renewer.stop()
         try:
+            with conn.begin():
+                delete_row(conn, self._row)
             with conn.begin():
                 conn.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
                              {'name': self._name})
         except Exception:
             # A connection in doubt must not go back to the pool holding
-            # the lock: closing it for good releases the lock.
+            # the lock: closing it for good releases the lock. The row, if
+            # left, expires.
             conn.invalidate()
         finally:
             conn.close()
+
+
+class Renewer(object):
+    """A daemon thread renewing lease row ``name`` until ``stop()``."""
+
+    def __init__(self, engine, name, interval=None):
+        self._engine = engine
+        self._name = name
+        self._interval = interval or RENEW_INTERVAL
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name='lease-%s' % name, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stopped.wait(self._interval):
+            try:
+                with self._engine.begin() as conn:
+                    renew_row(conn, self._name)
+            except Exception as exc:
+                # The run's own statements fail too and end it; a lease
+                # left unrenewed expires, as it should for a run cut off.
+                LOG.debug('cannot renew lease %s: %s', self._name, exc)
+
+    def stop(self):
+        self._stopped.set()
+        # Not forever: a renewal may hang on a server that went away.
+        self._thread.join(timeout=self._interval)
 
 
 class _FileLock(object):

@@ -34,10 +34,11 @@ _MYSQL_TABLE_ARGS = {'mysql_charset': 'utf8mb4',
                      'mysql_collate': 'utf8mb4_unicode_ci'}
 
 # The version row of the stores from before alembic, kept so that those
-# releases refuse a store they no longer understand (it records 3).
+# releases refuse a store they no longer understand (it records 3). Its
+# primary key is there for servers that require one on every table.
 audit_schema = sa.Table(
     'audit_schema', metadata,
-    sa.Column('version', sa.Integer, nullable=False),
+    sa.Column('version', sa.Integer, primary_key=True, autoincrement=False),
     **_MYSQL_TABLE_ARGS)
 
 runs = sa.Table(
@@ -103,6 +104,18 @@ findings = sa.Table(
     sa.Column('detail', sa.Text),
     sa.Index('findings_run_id_idx', 'run_id'),
     sa.Index('findings_instance_uuid_idx', 'instance_uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+# The leases and locks that every client of a MySQL/MariaDB store must
+# see, whichever server of a Galera cluster it talks to
+# (healreq.audit.lease): one row per held lease, renewed by its holder.
+leases = sa.Table(
+    'leases', metadata,
+    sa.Column('name', sa.String(64), primary_key=True),
+    # The server whose named lock backs the lease (host:port).
+    sa.Column('server', sa.String(255), nullable=False),
+    # The database server's clock at the last renewal, in microseconds.
+    sa.Column('renewed_us', sa.BigInteger, nullable=False),
     **_MYSQL_TABLE_ARGS)
 
 

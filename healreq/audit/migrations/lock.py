@@ -18,18 +18,36 @@ the second waits here for the first, then finds the store migrated.
 SQLite: the migration runs in one ``BEGIN IMMEDIATE`` transaction, which
 takes the database's write lock up front (others wait for it) and makes
 the whole migration atomic.
-MySQL commits each DDL statement implicitly, so a named lock (GET_LOCK)
-for the store's database serializes the migrations instead.
+MySQL commits each DDL statement implicitly, so a lock serializes the
+migrations instead: the row ``schema-migration`` of the ``leases`` table
+(created first if need be), which every node of a Galera cluster sees,
+renewed while the migration runs (see ``healreq.audit.lease``), and
+free once its holder deleted it or stopped renewing it (``lease.EXPIRY``).
 """
 
 import contextlib
 import hashlib
+import time
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 from sqlalchemy import pool
 
+from healreq.audit import lease
+from healreq.audit import schema
+
 # Seconds a migration waits for another one to finish.
 LOCK_TIMEOUT = 60
+
+# The lease row of the migration lock.
+MIGRATION_ROW = 'schema-migration'
+
+# Seconds between two attempts to take a taken lock.
+_POLL = 0.2
+
+# MySQL's deadlock error, which a Galera node also raises for a
+# certification failure.
+_DEADLOCK = 1213
 
 # Called with the engine right before a migration takes the store's lock,
 # where it may wait for another one to finish (tests use it to know that
@@ -87,25 +105,64 @@ def _sqlite_immediate(url):
 
 
 def mysql_lock_name(database):
-    """The GET_LOCK name for a store (names are server-wide, <= 64 chars)."""
+    """The GET_LOCK name for a store (names are server-wide, <= 64 chars).
+
+    Kept for the releases that lock with it; the lock is now a row.
+    """
     return 'healreq-audit-schema-%s' % hashlib.sha256(
         database.encode('utf-8')).hexdigest()[:32]
 
 
 @contextlib.contextmanager
 def _mysql_named_lock(conn, database):
-    name = mysql_lock_name(database)
-    acquired = False
+    with conn.begin():
+        conn.execute(sa.schema.CreateTable(schema.leases,
+                                           if_not_exists=True))
+    _take_row(conn)
+    renewer = lease.Renewer(conn.engine, MIGRATION_ROW)
     try:
         with conn.begin():
-            acquired = conn.execute(sa.select(sa.func.get_lock(
-                name, LOCK_TIMEOUT))).scalar() == 1
-            if not acquired:
-                raise TimeoutError(
-                    'another process has been migrating the audit store '
-                    'for %d seconds' % LOCK_TIMEOUT)
             yield conn
     finally:
         # Only once committed: the next holder must see the new revision.
-        if acquired:
-            conn.execute(sa.select(sa.func.release_lock(name)))
+        renewer.stop()
+        with conn.begin():
+            lease.delete_row(conn, MIGRATION_ROW)
+
+
+def _lost_race(exc):
+    """Whether inserting the lock's row failed because it is taken.
+
+    Through oslo.db's engine (the store's) or plain SQLAlchemy's.
+    """
+    if isinstance(exc, (db_exc.DBDuplicateEntry, db_exc.DBDeadlock,
+                        sa.exc.IntegrityError)):
+        return True
+    orig = getattr(exc, 'orig', None)
+    return bool(isinstance(exc, sa.exc.OperationalError) and orig.args
+                and orig.args[0] == _DEADLOCK)
+
+
+def _take_row(conn):
+    """Insert the migration lock's row, waiting up to LOCK_TIMEOUT."""
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    while True:
+        try:
+            with conn.begin():
+                lease.insert_row(conn, MIGRATION_ROW)
+            return
+        except Exception as exc:
+            # Taken, or taken at the same moment on another Galera node.
+            if not _lost_race(exc):
+                raise
+        with conn.begin():
+            row = lease.lease_row(conn, MIGRATION_ROW)
+            if row is not None and row.age_us > lease.EXPIRY * 10 ** 6:
+                # Its holder died: take it over, unless someone else did.
+                lease.delete_row(conn, MIGRATION_ROW, row.renewed_us)
+                continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                'another process has been migrating the audit store '
+                'for %d seconds' % LOCK_TIMEOUT)
+        time.sleep(_POLL)

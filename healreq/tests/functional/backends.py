@@ -144,3 +144,138 @@ class MySQLBackend(fixtures.Fixture):
 # and runs once per backend, its id ending in "(SQLite)" or "(MySQL)".
 SCENARIOS = [(backend.name, dict(backend_fixture=backend))
              for backend in (SQLiteBackend, MySQLBackend)]
+
+
+GALERA_ENV = 'HEALREQ_TEST_GALERA'
+REQUIRE_GALERA = os.environ.get('HEALREQ_TEST_REQUIRE_GALERA', '') not in (
+    '', '0')
+GALERA_USER = 'openstack_citest'
+
+
+def galera_nodes():
+    """The ``(host, port)`` of each node HEALREQ_TEST_GALERA names."""
+    nodes = []
+    for entry in os.environ.get(GALERA_ENV, '').split(','):
+        entry = entry.strip()
+        if entry:
+            host, _, port = entry.rpartition(':')
+            nodes.append((host, int(port)))
+    return nodes
+
+
+class GaleraBackend(fixtures.Fixture):
+    """Databases on a MariaDB Galera cluster, dropped after.
+
+    HEALREQ_TEST_GALERA names its nodes (``host:port,host:port,...``;
+    ``tools/galera-cluster.sh start`` prints it). Without it the test is
+    skipped, unless HEALREQ_TEST_REQUIRE_GALERA is set: then it fails.
+    Databases are created through the first node and reached through any
+    (``database_url(name, node)``, ``on_node(url, node)``).
+    """
+
+    name = 'Galera'
+
+    def setUp(self):
+        self.nodes = galera_nodes()
+        problem = None
+        if len(self.nodes) < 2:
+            problem = '%s names no Galera cluster' % GALERA_ENV
+        else:
+            problem = self._unreachable()
+        if problem:
+            message = 'Galera is not available: %s' % problem
+            if REQUIRE_GALERA:
+                raise AssertionError(
+                    message + ' (HEALREQ_TEST_REQUIRE_GALERA is set)')
+            raise unittest.SkipTest(message)
+        super().setUp()
+
+    def _unreachable(self):
+        engine = sa.create_engine(self.server_url(0))
+        try:
+            with engine.connect() as conn:
+                size = conn.execute(sa.text(
+                    "SHOW STATUS LIKE 'wsrep_cluster_size'")).first()
+        except sa.exc.DBAPIError as exc:
+            return 'cannot connect to %s:%d: %s' % (
+                self.nodes[0] + (exc.orig,))
+        finally:
+            engine.dispose()
+        if size is None or int(size[1]) < len(self.nodes):
+            return 'the cluster has %s nodes, not %d' % (
+                size and size[1], len(self.nodes))
+        return None
+
+    def _setUp(self):
+        self.prefix = 'healreq_%s' % uuid.uuid4().hex[:10]
+        self.created = []
+        self.addCleanup(self._drop_all)
+
+    def server_url(self, node, database=''):
+        """The URL of ``database`` on node ``node`` (counted from 0)."""
+        host, port = self.nodes[node]
+        return 'mysql+pymysql://%s:%s@%s:%d/%s' % (
+            GALERA_USER, GALERA_USER, host, port, database)
+
+    def on_node(self, url, node):
+        """``url`` pointed at node ``node`` instead."""
+        host, port = self.nodes[node]
+        return sa.engine.make_url(url).set(host=host, port=port) \
+            .render_as_string(hide_password=False)
+
+    def database_url(self, name, node=0):
+        """The URL of a new database called ``name``, on node ``node``."""
+        ident = '%s_%s' % (self.prefix, name)
+        self._execute('CREATE DATABASE %s CHARACTER SET utf8mb4' % ident)
+        self.created.append(ident)
+        return self.server_url(node, ident)
+
+    def reference_url(self):
+        """A [database]/connection whose template output is our cells."""
+        return self.server_url(0, self.prefix)
+
+    def template(self, suffix):
+        """A cell URL template that formats to database ``suffix``."""
+        return ('{scheme}://{username}:{password}@{hostname}:{port}/'
+                '{path}_%s' % suffix)
+
+    def _execute(self, *statements):
+        engine = sa.create_engine(self.server_url(0))
+        try:
+            with engine.connect() as conn:
+                for statement in statements:
+                    conn.execute(sa.text(statement))
+        finally:
+            engine.dispose()
+
+    def _drop_all(self):
+        engine = sa.create_engine(self.server_url(0))
+        try:
+            with engine.connect() as conn:
+                _kill_connections(conn, self.created)
+                for ident in self.created:
+                    conn.execute(sa.text('DROP DATABASE IF EXISTS %s'
+                                         % ident))
+        finally:
+            engine.dispose()
+
+
+def _kill_connections(conn, databases):
+    """End the connections to ``databases`` on ``conn``'s server."""
+    if not databases:
+        return
+    ids = conn.execute(sa.text(
+        'SELECT id FROM information_schema.processlist WHERE '
+        'db IN :databases AND id <> CONNECTION_ID()').bindparams(
+        sa.bindparam('databases', expanding=True)),
+        {'databases': list(databases)}).scalars().all()
+    for connection_id in ids:
+        try:
+            conn.execute(sa.text('KILL CONNECTION %d' % connection_id))
+        except sa.exc.DBAPIError:
+            pass  # it ended meanwhile
+
+
+# The scenario of the tests that need a Galera cluster: their ids contain
+# "(Galera)".
+GALERA_SCENARIOS = [('Galera', dict(backend_fixture=GaleraBackend))]

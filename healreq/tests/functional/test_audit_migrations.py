@@ -42,7 +42,8 @@ from healreq.tests.functional import legacy_audit
 HEAD = migrations.scripts().get_current_head()
 STARTED_AT = datetime.datetime(2026, 11, 30, 12, 34, 56)
 STARTED_NS = 1796042096 * 10 ** 9
-MODELS_TABLES = {'audit_schema', 'runs', 'changes', 'findings'}
+MODELS_TABLES = {'audit_schema', 'runs', 'changes', 'findings', 'leases'}
+VERSION_1_TABLES = MODELS_TABLES - {'leases'}
 
 
 class AuditModels(test_migrations.ModelsMigrationsSync):
@@ -189,6 +190,14 @@ class MigrationTestCase(testscenarios.WithScenarios, testtools.TestCase):
                   fk['referred_columns'])
                  for fk in self.inspector().get_foreign_keys(table)])
 
+    def assert_primary_keys(self):
+        """Every table of the store has a primary key."""
+        inspector = self.inspector()
+        self.assertEqual(
+            [], [table for table in inspector.get_table_names()
+                 if not inspector.get_pk_constraint(table)[
+                     'constrained_columns']])
+
     def write_config(self):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'nova.conf')
@@ -245,9 +254,13 @@ class WalkTest(MigrationTestCase):
         self.assert_models_match()
 
     def _check_035ad12a78f5(self):
-        """Version 1, as the first release created it."""
-        self.assertEqual(MODELS_TABLES | {migrations.VERSION_TABLE},
-                         set(self.inspector().get_table_names()))
+        """Version 1, as the first release created it.
+
+        On MySQL the migration lock created the leases table first.
+        """
+        self.assertEqual(VERSION_1_TABLES | {migrations.VERSION_TABLE},
+                         set(self.inspector().get_table_names())
+                         - {'leases'})
         self.assertEqual(VERSION_1_RUNS_COLUMNS, set(self.columns('runs')))
         self.assertEqual({'runs_started_at_idx'}, self.index_names('runs'))
         self.assertEqual({'changes_run_id_idx', 'changes_state_idx',
@@ -295,6 +308,21 @@ class WalkTest(MigrationTestCase):
         self.assert_rows_kept(STARTED_NS)
         self.assert_foreign_keys()
 
+    def _check_b954a130a319(self):
+        """Every table has a primary key (Galera may require one)."""
+        self.assert_primary_keys()
+        self.assertEqual([3], self.legacy_version())
+        self.assert_rows_kept(STARTED_NS)
+
+    def _check_2ba422cd4161(self):
+        """leases: empty once the migration's own lock is released."""
+        self.assertEqual({'name'}, set(self.inspector().get_pk_constraint(
+            'leases')['constrained_columns']))
+        with self.engine.connect() as conn:
+            self.assertEqual([], conn.execute(sa.text(
+                'SELECT * FROM leases')).all())
+        self.assert_rows_kept(STARTED_NS)
+
     def _check_05d1b6b0869b(self):
         """utf8mb4 tables on MySQL, foreign keys and rows kept."""
         self.assert_foreign_keys()
@@ -341,6 +369,7 @@ class AdoptionTest(MigrationTestCase):
         self.assertEqual([3], self.legacy_version())
         self.assert_rows_kept(started_ns)
         self.assert_models_match()
+        self.assert_primary_keys()
         self.assertEqual([RUN['id']], [r['id'] for r in store.list_runs(5)])
         self.assertEqual([CHANGE['id']],
                          [c['id'] for c in store.changes(RUN['id'])])

@@ -18,7 +18,10 @@ Create Date: 2026-11-30
 
 Builds the schema the first release created by hand, including its
 ``audit_schema`` version row (1), so that a store from that release is
-exactly this revision.
+exactly this revision, but for the primary key of ``audit_schema``: a
+server that requires every table to have one (Galera's
+``wsrep_mode=REQUIRED_PRIMARY_KEY``) refuses the table without it, and
+revision b954a130a319 adds it to the stores created before.
 """
 
 from alembic import op
@@ -34,7 +37,8 @@ depends_on = None
 def upgrade():
     version = op.create_table(
         'audit_schema',
-        sa.Column('version', sa.Integer, nullable=False))
+        sa.Column('version', sa.Integer, primary_key=True,
+                  autoincrement=False))
     op.bulk_insert(version, [{'version': 1}])
     _create_runs()
     _create_changes()
