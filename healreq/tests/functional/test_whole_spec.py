@@ -643,6 +643,25 @@ class MissingSpecTest(_WholeSpecCase):
               r['detail']) for r in revert['results']])
         self.assertEqual([], revert['notices'])
 
+    def test_audit_show_labels_the_insert_and_its_delete(self):
+        result, document = self.heal_json('--create-missing')
+        inserted = self.deployment.spec_text(self.missing)
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        for run_id, action, sign in ((document['run_id'], 'insert', '+'),
+                                     (revert['run_id'], 'delete', '-')):
+            change, = self.audit_show(run_id)['changes']
+            self.assertEqual(action, change['action'])
+            text = self.run_cli('audit', 'show', run_id).stdout
+            self.assertIn('%s of the whole spec' % action, text)
+            self.assertNotIn('"spec": null', text)
+            shown = [line[len('    ' + sign):]
+                     for line in text.splitlines()
+                     if line.startswith('    ' + sign)
+                     and not line.startswith('    ' + sign * 3)]
+            self.assertEqual(json.loads(inserted), json.loads(
+                '\n'.join(shown)))
+
     def settings(self, **values):
         return decisions.Settings(skip_updated_within=60, **values)
 
