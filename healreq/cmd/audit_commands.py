@@ -155,15 +155,22 @@ def _run_dict(run):
 
 def _change_dict(change):
     return {key: change[key] for key in (
-        'instance_uuid', 'cell_uuid', 'spec_id', 'state', 'detail',
+        'instance_uuid', 'cell_uuid', 'spec_id', 'action', 'state', 'detail',
         'before_digest', 'after_digest')} | {
         'fields': json.loads(change['fields']),
         'before': change['before_text'], 'after': change['after_text']}
 
 
-def readable_diff(before, after, fields):
-    """A unified diff of the changed fields, pretty-printed."""
+def readable_diff(before, after, fields, action='update'):
+    """A unified diff of the changed fields, pretty-printed.
+
+    An insert or a delete shows the whole document created or removed.
+    """
     def lines(text):
+        if text is None:
+            return []
+        if action != 'update':
+            return _document_lines(text)
         try:
             data = json.loads(text)['nova_object.data']
             shown = {f: data.get(f) for f in fields}
@@ -172,6 +179,23 @@ def readable_diff(before, after, fields):
         return json.dumps(shown, indent=2, sort_keys=True).splitlines()
     return list(difflib.unified_diff(lines(before), lines(after),
                                      'before', 'after', lineterm=''))
+
+
+def _document_lines(text):
+    """A whole spec document, pretty-printed (as it is if not JSON)."""
+    try:
+        shown = json.loads(text)
+    except ValueError:
+        return text.splitlines()
+    return json.dumps(shown, indent=2, sort_keys=True).splitlines()
+
+
+def _change_title(change, fields):
+    """What a change did, as ``audit show`` heads it."""
+    if change['action'] == 'update':
+        return 'fields %s' % ', '.join(fields)
+    return '%s of the whole spec (request_specs row %s)' % (
+        change['action'], change['spec_id'] or '-')
 
 
 def audit_show(conf, argv):
@@ -206,12 +230,13 @@ def audit_show(conf, argv):
     for change in changes:
         fields = json.loads(change['fields'])
         common.emit('')
-        _emit_line('Change %d: instance %s, fields %s: %s%s' % (
-            change['id'], change['instance_uuid'], ', '.join(fields),
-            change['state'], ' (%s)' % change['detail']
-            if change['detail'] else ''))
+        _emit_line('Change %d: instance %s, %s: %s%s' % (
+            change['id'], change['instance_uuid'],
+            _change_title(change, fields), change['state'],
+            ' (%s)' % change['detail'] if change['detail'] else ''))
         for line in readable_diff(change['before_text'],
-                                  change['after_text'], fields):
+                                  change['after_text'], fields,
+                                  change['action']):
             _emit_line('    ' + line)
     return 0
 

@@ -238,16 +238,32 @@ def get_spec_texts(conn, spec_ids):
         sa.select(t.c.id, t.c.spec).where(t.c.id.in_(list(spec_ids))))}
 
 
-def insert_request_spec(conn, instance_uuid, spec, now):
-    """Create the spec row of an instance that has none; return its id.
+def insert_request_spec(conn, instance_uuid, spec, now, cell_id):
+    """Create the spec row of a live instance of cell ``cell_id``.
+
+    The row is inserted only if, in this statement, the instance mapping
+    exists, is not queued for delete and names cell ``cell_id``: an
+    instance deleted and archived meanwhile gets no orphan row. The
+    mapping row is read with a lock (MySQL; SQLite locks the database for
+    the statement), so that a deletion in flight is waited for. Returns
+    the new row's id, or None if the mapping did not allow the insert.
 
     If the instance has a row by now, the unique key on instance_uuid
     refuses a second one: oslo.db raises DBDuplicateEntry.
     """
-    t = tables.request_specs
-    result = conn.execute(t.insert().values(
-        instance_uuid=instance_uuid, spec=spec, created_at=now))
-    return result.inserted_primary_key[0]
+    t, m = tables.request_specs, tables.instance_mappings
+    live_mapping = sa.select(
+        m.c.instance_uuid, sa.literal(spec, type_=t.c.spec.type),
+        sa.literal(now, type_=t.c.created_at.type)).where(
+        m.c.instance_uuid == instance_uuid, m.c.cell_id == cell_id,
+        sa.or_(m.c.queued_for_delete.is_(None),
+               m.c.queued_for_delete == sa.false())).with_for_update()
+    inserted = conn.execute(t.insert().from_select(
+        ['instance_uuid', 'spec', 'created_at'], live_mapping)).rowcount
+    if inserted != 1:
+        return None
+    return conn.execute(sa.select(t.c.id).where(
+        t.c.instance_uuid == instance_uuid)).scalar()
 
 
 def delete_request_spec(conn, spec_id, instance_uuid, expected):

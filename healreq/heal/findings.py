@@ -213,7 +213,8 @@ REASONS = {
             'request_specs.spec changed between read and write; left alone',
         'instance-changed':
             'the instance record changed between read and write (for '
-            'example an operation started); left alone',
+            'example an operation started, or the instance mapping of a '
+            'spec being recreated moved to another cell); left alone',
         'spec-locked':
             'another session held a lock on the request_specs row for '
             'longer than [healreq]/lock_wait_timeout; left alone',

@@ -104,6 +104,9 @@ class Replayer(object):
         finding = Finding(change.instance_uuid, cell['uuid'] if cell else None,
                           Status.DRIFTED, 'recorded-change',
                           'fields: %s' % ', '.join(change.fields))
+        if cell is not None:
+            # An insert is written only while the instance is mapped here.
+            change = dataclasses.replace(change, cell_id=cell['id'])
         self.writer.write(change, finding,
                           lambda: self._decide_again(change, cell))
         if finding.status is Status.CONSISTENT:
@@ -122,6 +125,10 @@ class Replayer(object):
                 current = api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
         reverted_by = self._reverted_by(change)
+        if (cell is None and current is None and reverted_by is None
+                and change.action == spec_writer.DELETE):
+            # Not reverted: the archive removed the row with the instance.
+            return _archived()
         if _written(current, change):
             return spec_writer.Refusal(
                 Status.CONSISTENT, 'already-written',
@@ -133,13 +140,14 @@ class Replayer(object):
                 Status.CONSISTENT, 'already-reverted',
                 'already reverted (by run %s); the row changed since and '
                 'is left alone; nothing to do' % reverted_by)
-        if cell is None:
+        if _own_insert_to_remove(current, change):
+            if cell is None:
+                # An orphan: the row a run inserted for an instance that
+                # was archived meanwhile. Nothing else removes it.
+                return None
+        elif cell is None:
             if current is None and change.action != spec_writer.INSERT:
-                # nova-manage db archive_deleted_rows removes both.
-                return spec_writer.Refusal(
-                    Status.SKIPPED, 'instance-deleted',
-                    'the instance was deleted and archived: it has no '
-                    'instance mapping and no request_specs row any more')
+                return _archived()
             return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',
                                        'no instance mapping with a cell')
         try:
@@ -147,6 +155,11 @@ class Replayer(object):
         except exception.CellDatabaseError as exc:
             return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
                                        str(exc))
+        if busy and busy[0] == 'instance-deleted' and _own_insert_to_remove(
+                current, change):
+            # Nova leaves the row of a deleted instance to the archive;
+            # the unchanged row the run inserted goes now.
+            busy = None
         if busy:
             code, detail = busy
             status = (Status.SKIPPED if code == 'instance-deleted'
@@ -299,6 +312,23 @@ def _not_the_spec_of(text, instance_uuid):
     if data.get('instance_uuid') != instance_uuid:
         return 'the new value is the RequestSpec of another instance'
     return None
+
+
+def _archived():
+    """The refusal of a change whose instance was archived."""
+    # nova-manage db archive_deleted_rows removes both.
+    return spec_writer.Refusal(
+        Status.SKIPPED, 'instance-deleted',
+        'the instance was deleted and archived: it has no instance mapping '
+        'and no request_specs row any more')
+
+
+def _own_insert_to_remove(current, change):
+    """Whether ``change`` deletes a row that still holds what was inserted.
+
+    Such a row is removed whether or not its instance exists.
+    """
+    return change.action == spec_writer.DELETE and _holds(current, change)
 
 
 def _not_derived(why):

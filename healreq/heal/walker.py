@@ -441,7 +441,7 @@ class Walker(object):
                 instance_uuid=finding.instance_uuid, spec_id=None,
                 fields=finding.rewritten, before=None,
                 after=evaluation.new_spec,
-                action=spec_writer.INSERT)
+                action=spec_writer.INSERT, cell_id=cell['id'])
         else:
             change = spec_writer.Change(
                 instance_uuid=finding.instance_uuid,

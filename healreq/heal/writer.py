@@ -47,6 +47,13 @@ SPEC_LOCKED_DETAIL = ('another session holds a lock on the request_specs '
 SPEC_APPEARED_DETAIL = ('a request_specs row appeared for the instance '
                         'while it was being recreated; left alone, run '
                         'again to re-check')
+INSTANCE_ARCHIVED_DETAIL = ('the instance was deleted and archived before '
+                            'its spec was recreated: it has no instance '
+                            'mapping any more; nothing written')
+INSTANCE_QUEUED_DETAIL = ('the instance was deleted through the API before '
+                          'its spec was recreated; nothing written')
+INSTANCE_MOVED_DETAIL = ('the instance mapping moved to cell id %s before '
+                         'the spec was recreated; left alone')
 SETTLED_ELSEWHERE_DETAIL = ('the audit intent was settled as %s by another '
                             'invocation before this write was marked; %s')
 
@@ -69,7 +76,8 @@ class Change:
 
     ``action`` INSERT (no row before: ``before`` and ``spec_id`` are None)
     and DELETE (no row after: ``after`` is None) recreate a missing spec
-    and undo that.
+    and undo that. An INSERT is written only while the instance mapping
+    names cell ``cell_id`` (the cell the decision was taken in).
     """
     instance_uuid: str
     spec_id: int
@@ -81,6 +89,7 @@ class Change:
     before_digest: str = None
     after_digest: str = None
     action: str = UPDATE
+    cell_id: int = None
 
     def inverse(self, spec_id=None):
         """The change that undoes this one (``spec_id``: of an insert)."""
@@ -147,7 +156,7 @@ class SpecWriter(object):
                 change.spec_id, change.fields, change.before, change.after,
                 action=change.action)
         try:
-            swapped, spec_id = self._swap(change)
+            swapped, spec_id, refusal = self._swap(change)
         except exception.DB_ERRORS as exc:
             if exception.is_lock_wait_timeout(exc):
                 self._row_locked(change_id, finding, give_back)
@@ -155,18 +164,24 @@ class SpecWriter(object):
                 self._swap_failed(change, change_id, finding, exc,
                                   give_back)
             return True
-        detail = (self._spec_changed_detail if change.action != INSERT
-                  else SPEC_APPEARED_DETAIL)
+        # The audit records why the mapping forbade an insert.
+        audit_detail = None if refusal is None else refusal.detail
+        if refusal is None:
+            refusal = Refusal(Status.CONFLICT, 'spec-changed',
+                              self._spec_changed_detail
+                              if change.action != INSERT
+                              else SPEC_APPEARED_DETAIL)
+        detail = refusal.detail
         if change_id is not None:
             swapped, detail = self._resolve(change_id, change, swapped,
-                                            spec_id, detail)
+                                            spec_id, detail, audit_detail)
         if swapped:
             finding.status = Status.HEALED
         else:
             if give_back is not None:
                 give_back()
-            finding.status = Status.CONFLICT
-            finding.reason = 'spec-changed'
+            finding.status = refusal.status
+            finding.reason = refusal.reason
             finding.detail = detail
         return True
 
@@ -245,15 +260,19 @@ class SpecWriter(object):
         finding.detail = 'the compare-and-swap failed: %s' % message
         finding.changes = []
 
-    def _resolve(self, change_id, change, swapped, spec_id, detail):
+    def _resolve(self, change_id, change, swapped, spec_id, detail,
+                 audit_detail=None):
         """Mark the intent; return (written, detail) as the audit agrees.
+
+        ``audit_detail`` is recorded with the intent's state.
 
         When the intent was already settled, its recorded state stands:
         a write recorded as not applied is undone (compare-and-swap from
         the after text back to the before text), so the row agrees.
         """
         state = audit_store.APPLIED if swapped else audit_store.REFUSED
-        if self.audit.resolve(change_id, state, spec_id=spec_id):
+        if self.audit.resolve(change_id, state, spec_id=spec_id,
+                              detail=audit_detail):
             return swapped, detail
         recorded, _ = self.audit.change_state(change_id)
         if recorded == state:
@@ -264,7 +283,7 @@ class SpecWriter(object):
             return False, SETTLED_ELSEWHERE_DETAIL % (
                 recorded, 'this run wrote nothing')
         with exception.reraised_as(exception.ApiDatabaseError):
-            undone, _ = self._swap(change.inverse(spec_id))
+            undone, _, _ = self._swap(change.inverse(spec_id))
         return False, SETTLED_ELSEWHERE_DETAIL % (
             recorded, 'the write was undone' if undone else
             'the row changed again after the write')
@@ -273,23 +292,58 @@ class SpecWriter(object):
     @oslo_db_api.wrap_db_retry(max_retries=5,
                                exception_checker=_is_deadlock)
     def _swap(self, change):
-        """Write ``change`` if the row is as it expects; (done, row id)."""
+        """Write ``change`` if the row is as it expects.
+
+        Returns ``(done, row id, refusal)``: ``refusal`` says why an
+        insert was not written when the instance mapping forbade it
+        (None otherwise: a row changed or appeared).
+        """
         if change.action == INSERT:
-            try:
-                with self.api_engine.begin() as conn:
-                    return True, api_queries.insert_request_spec(
-                        conn, change.instance_uuid, change.after,
-                        self._clock())
-            except db_exc.DBDuplicateEntry:
-                return False, None
+            return self._insert(change)
         with self.api_engine.begin() as conn:
             if change.action == DELETE:
                 return api_queries.delete_request_spec(
                     conn, change.spec_id, change.instance_uuid,
-                    change.before), change.spec_id
+                    change.before), change.spec_id, None
             return api_queries.swap_request_spec(
                 conn, change.spec_id, change.instance_uuid, change.before,
-                change.after, self._clock()), change.spec_id
+                change.after, self._clock()), change.spec_id, None
+
+    def _insert(self, change):
+        """Create the row of a live instance; as ``_swap``."""
+        try:
+            with self.api_engine.begin() as conn:
+                spec_id = api_queries.insert_request_spec(
+                    conn, change.instance_uuid, change.after,
+                    self._clock(), change.cell_id)
+                if spec_id is not None:
+                    return True, spec_id, None
+                mapping = api_queries.get_instance_mapping(
+                    conn, change.instance_uuid)
+        except db_exc.DBDuplicateEntry:
+            return False, None, None
+        return False, None, unmapped_refusal(mapping, change.cell_id)
+
+
+def unmapped_refusal(mapping, cell_id):
+    """Why an insert for cell ``cell_id`` was refused, from ``mapping``.
+
+    ``mapping`` is the instance mapping read after the refusal (None if
+    there is none, as after nova-manage db archive_deleted_rows).
+    """
+    if mapping is None:
+        return Refusal(Status.SKIPPED, 'instance-deleted',
+                       INSTANCE_ARCHIVED_DETAIL)
+    if mapping['queued_for_delete']:
+        return Refusal(Status.SKIPPED, 'queued-for-delete',
+                       INSTANCE_QUEUED_DETAIL)
+    if mapping['cell_id'] != cell_id:
+        return Refusal(Status.CONFLICT, 'instance-changed',
+                       INSTANCE_MOVED_DETAIL % mapping['cell_id'])
+    # The mapping allows the insert now: it changed during the statement.
+    return Refusal(Status.CONFLICT, 'instance-changed',
+                   'the instance mapping changed while the spec was '
+                   'recreated; left alone, run again to re-check')
 
 
 def _current_text(conn, change):

@@ -99,7 +99,8 @@ class RunRecordTest(audit_case.AuditTestCase):
             self.assertNotEqual(before[uuid], after[uuid])
             self.assertEqual(
                 dict(instance_uuid=uuid, cell_uuid=cells[uuid],
-                     spec_id=spec_ids[uuid], state='applied', detail=None,
+                     spec_id=spec_ids[uuid], action='update',
+                     state='applied', detail=None,
                      fields=['flavor'], before=before[uuid],
                      after=after[uuid], before_digest=sha256(before[uuid]),
                      after_digest=sha256(after[uuid])), change)

@@ -18,6 +18,8 @@ byte; a recreated spec is inserted, and reverting it leaves no row.
 
 import json
 import os
+import threading
+import time
 
 import fixtures as test_fixtures
 import sqlalchemy as sa
@@ -529,6 +531,137 @@ class MissingSpecTest(_WholeSpecCase):
         state, = {c['state'] for c in self.audit_show_any()}
         self.assertEqual('refused', state)
 
+    def archive_mapping(self):
+        """Remove the instance mapping, as an archive of the instance does."""
+        with self.deployment.api_engine.begin() as conn:
+            conn.execute(tables.instance_mappings.delete().where(
+                tables.instance_mappings.c.instance_uuid == self.missing))
+
+    def archive_instance(self, keep_spec=False):
+        """Archive the instance: no mapping, spec (unless kept) or rows."""
+        self.archive_mapping()
+        with self.deployment.api_engine.begin() as conn:
+            if not keep_spec:
+                conn.execute(tables.request_specs.delete().where(
+                    tables.request_specs.c.instance_uuid == self.missing))
+        with self.cell1.engine.begin() as conn:
+            for table in (tables.instance_extra,
+                          tables.instance_system_metadata,
+                          tables.block_device_mapping):
+                conn.execute(table.delete().where(
+                    table.c.instance_uuid == self.missing))
+            conn.execute(tables.instances.delete().where(
+                tables.instances.c.uuid == self.missing))
+
+    def test_an_instance_archived_before_the_insert_gets_no_row(self):
+        # Right before the write, another session archives the instance:
+        # it deletes the mapping and holds the lock while the insert is
+        # attempted, then commits. The insert waits for it, sees no
+        # mapping and writes nothing.
+        archiver = _LockingArchiver(self.deployment.api_engine, self.missing)
+        clock = fixtures.ActingClock(archiver.start, 2)
+        report = self.run_in_process(clock=clock, settings=self.settings(
+            create_missing=True))
+        archiver.join()
+        self.assertTrue(clock.fired)
+        if self.deployment.api_engine.dialect.name == 'mysql':
+            self.assertTrue(archiver.waited_for, 'the insert took no lock')
+        finding, = report.findings
+        self.assertEqual(
+            (findings.Status.SKIPPED, 'instance-deleted',
+             writer.INSTANCE_ARCHIVED_DETAIL),
+            (finding.status, finding.reason, finding.detail))
+        self.assertEqual(exception.ExitCode.NOTHING_TO_HEAL,
+                         api.exit_code_for(report))
+        self.assertEqual({}, self.all_spec_texts())
+        change, = self.audit_show_any()
+        self.assertEqual(('refused', writer.INSTANCE_ARCHIVED_DETAIL),
+                         (change['state'], change['detail']))
+
+    def test_an_instance_queued_for_delete_before_the_insert(self):
+        def queue_for_delete():
+            with self.deployment.api_engine.begin() as conn:
+                conn.execute(tables.instance_mappings.update().where(
+                    tables.instance_mappings.c.instance_uuid
+                    == self.missing).values(queued_for_delete=True))
+        clock = fixtures.ActingClock(queue_for_delete, 2)
+        report = self.run_in_process(clock=clock, settings=self.settings(
+            create_missing=True))
+        finding, = report.findings
+        self.assertEqual((findings.Status.SKIPPED, 'queued-for-delete'),
+                         (finding.status, finding.reason))
+        self.assertEqual({}, self.all_spec_texts())
+
+    def test_an_instance_mapped_elsewhere_before_the_insert(self):
+        def move():
+            with self.deployment.api_engine.begin() as conn:
+                conn.execute(tables.instance_mappings.update().where(
+                    tables.instance_mappings.c.instance_uuid
+                    == self.missing).values(cell_id=self.cell2.id))
+        clock = fixtures.ActingClock(move, 2)
+        report = self.run_in_process(clock=clock, settings=self.settings(
+            create_missing=True))
+        finding, = report.findings
+        self.assertEqual(
+            (findings.Status.CONFLICT, 'instance-changed',
+             writer.INSTANCE_MOVED_DETAIL % self.cell2.id),
+            (finding.status, finding.reason, finding.detail))
+        self.assertEqual({}, self.all_spec_texts())
+
+    def test_revert_removes_the_row_of_an_instance_archived_since(self):
+        # The archive ran before the insert committed (an earlier
+        # release): the row belongs to no instance and nothing else
+        # removes it.
+        result, document = self.heal_json('--create-missing')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.archive_instance(keep_spec=True)
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.missing, 'healed', 'recorded-change', [])],
+                         self.results(revert))
+        self.assertEqual({}, self.all_spec_texts())
+
+    def test_revert_removes_the_row_of_a_deleted_instance(self):
+        result, document = self.heal_json('--create-missing')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.update_instance(self.cell1, self.missing, deleted=1)
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual({}, self.all_spec_texts())
+
+    def test_revert_after_the_instance_was_archived_skips_it(self):
+        result, document = self.heal_json('--create-missing')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.archive_instance()
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            [(self.missing, None, 'skipped', 'instance-deleted',
+              'the instance was deleted and archived: it has no instance '
+              'mapping and no request_specs row any more')],
+            [(r['instance_uuid'], r['cell_uuid'], r['status'], r['reason'],
+              r['detail']) for r in revert['results']])
+        self.assertEqual([], revert['notices'])
+
+    def test_audit_show_labels_the_insert_and_its_delete(self):
+        result, document = self.heal_json('--create-missing')
+        inserted = self.deployment.spec_text(self.missing)
+        result, revert = self.run_json('revert', document['run_id'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        for run_id, action, sign in ((document['run_id'], 'insert', '+'),
+                                     (revert['run_id'], 'delete', '-')):
+            change, = self.audit_show(run_id)['changes']
+            self.assertEqual(action, change['action'])
+            text = self.run_cli('audit', 'show', run_id).stdout
+            self.assertIn('%s of the whole spec' % action, text)
+            self.assertNotIn('"spec": null', text)
+            shown = [line[len('    ' + sign):]
+                     for line in text.splitlines()
+                     if line.startswith('    ' + sign)
+                     and not line.startswith('    ' + sign * 3)]
+            self.assertEqual(json.loads(inserted), json.loads(
+                '\n'.join(shown)))
+
     def settings(self, **values):
         return decisions.Settings(skip_updated_within=60, **values)
 
@@ -553,3 +686,49 @@ class MissingSpecTest(_WholeSpecCase):
         self.assertEqual(planned['after'],
                          self.deployment.spec_text(self.missing))
         self.assertEqual(4, self.run_cli('apply', path).code)
+
+
+class _LockingArchiver(object):
+    """Deletes an instance mapping in a transaction it holds open a while.
+
+    ``start()`` returns once the mapping row is deleted (and locked: the
+    row on MySQL, the database on SQLite); the transaction commits when
+    another session waits for the lock (seen on MySQL: ``waited_for``)
+    or after a second.
+    """
+
+    def __init__(self, engine, instance_uuid):
+        self.engine = engine
+        self.instance_uuid = instance_uuid
+        self.deleted = threading.Event()
+        self.waited_for = False
+        self.thread = threading.Thread(target=self._archive)
+
+    def start(self):
+        self.thread.start()
+        self.deleted.wait(10)
+
+    def join(self):
+        self.thread.join(10)
+
+    def _archive(self):
+        mappings = tables.instance_mappings
+        with self.engine.begin() as conn:
+            conn.execute(mappings.delete().where(
+                mappings.c.instance_uuid == self.instance_uuid))
+            self.deleted.set()
+            self.waited_for = self._lock_waited_for()
+
+    def _lock_waited_for(self):
+        """Whether another session waits for a lock (within a second)."""
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            if self.engine.dialect.name == 'mysql':
+                with self.engine.connect() as conn:
+                    if conn.exec_driver_sql(
+                            "SELECT COUNT(*) FROM information_schema."
+                            "INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
+                    ).scalar():
+                        return True
+            time.sleep(0.05)
+        return False
