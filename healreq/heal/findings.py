@@ -81,7 +81,12 @@ REASONS = {
     },
     Status.SKIPPED: {
         'cell0': 'the instance is in cell0 (never scheduled)',
-        'not-scheduled': 'the instance mapping has no cell yet (building)',
+        'not-scheduled':
+            'the instance mapping has no cell yet: the instance is being '
+            'built (the conductor creates the instances of a multi-create '
+            'in their cell before it maps each of them). A walk reports it '
+            'so when the instance it finds in a cell is building or has a '
+            'task; --instance without reading the cells',
         'instance-deleted':
             'the instance is deleted (for revert and apply also: deleted '
             'and archived, its instance mapping and request_specs row '
@@ -184,9 +189,11 @@ REASONS = {
             'apply or revert: the instance\'s cell database cannot be '
             'read to check that no operation is in flight',
         'instance-mapped-elsewhere':
-            'the instance mapping points to another cell (with '
-            '--instance, the instance is then looked for in the other '
-            'cells)',
+            'the instance mapping points to another cell, or to none, '
+            'while the instance has no operation in flight (an instance in '
+            'flight is skipped by its skip rule first, as both copies of an '
+            'instance during a cross-cell resize are); with --instance, '
+            'the instance is then looked for in the other cells',
         'internal-error':
             'evaluating or writing the instance failed unexpectedly, for '
             'example a spec nested too deeply to be written back (the '

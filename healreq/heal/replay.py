@@ -81,7 +81,7 @@ class Replayer(object):
         for change in changes:
             mapping = mappings.get(change.instance_uuid)
             cell = cells.get(mapping['cell_id']) if mapping else None
-            finding = self._replay(change, cell)
+            finding = self._replay(change, cell, mapping)
             self._cell_report(cell).count(finding)
             findings.keep(finding, self.report.findings, self.report.notices)
         self._record_findings()
@@ -100,18 +100,22 @@ class Replayer(object):
             self.report.cells.append(self._cells[key])
         return self._cells[key]
 
-    def _replay(self, change, cell):
+    def _replay(self, change, cell, mapping):
         finding = Finding(change.instance_uuid, cell['uuid'] if cell else None,
                           Status.DRIFTED, 'recorded-change',
                           'fields: %s' % ', '.join(change.fields))
         self.writer.write(change, finding,
-                          lambda: self._decide_again(change, cell))
+                          lambda: self._decide_again(change, cell, mapping))
         if finding.status is Status.CONSISTENT:
             finding.notes.append(Note(finding.reason, finding.detail))
         return finding
 
-    def _decide_again(self, change, cell):
-        """None if ``change`` may be written now, else a Refusal."""
+    def _decide_again(self, change, cell, mapping):
+        """None if ``change`` may be written now, else a Refusal.
+
+        ``cell`` is the cell that ``mapping`` (the instance mapping, or
+        None) names.
+        """
         # apply derives the value again, and refuses what it cannot.
         invalid = None if self.rederive else _invalid_record(change)
         if invalid:
@@ -140,6 +144,11 @@ class Replayer(object):
                     Status.SKIPPED, 'instance-deleted',
                     'the instance was deleted and archived: it has no '
                     'instance mapping and no request_specs row any more')
+            if mapping is not None and mapping['cell_id'] is None:
+                # Booting, as a run reports it: an operation in flight.
+                return spec_writer.Refusal(
+                    Status.CONFLICT, 'not-scheduled',
+                    'the instance mapping has no cell yet; left alone')
             return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',
                                        'no instance mapping with a cell')
         try:
