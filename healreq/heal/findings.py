@@ -156,6 +156,14 @@ REASONS = {
             'a spec whose instance_group names it saves the spec without '
             'group or hint. Membership does not say which group the spec '
             'should name; nothing is written',
+        'instance-in-several-groups':
+            'the instance is a member of more than one server group '
+            '(Nova\'s API forbids it, but the database allows it) and the '
+            'spec names one of them (as its instance_group or its group '
+            'scheduler hint) that is not the one Nova reads as the '
+            'instance\'s group, its first membership. The detail names '
+            'every group of the instance. Membership does not say which '
+            'group the spec should name; nothing is written',
         'group-unloadable':
             'the server group of the instance has policy rules Nova cannot '
             'load',
