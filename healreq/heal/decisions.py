@@ -276,6 +276,17 @@ def system_metadata_values(rows):
 
 def skip_reason(record, cell, now, settings):
     """Return ``(code, detail)`` of the first skip rule that applies."""
+    return (_operation_skip(record, cell)
+            or _stale_skip(record, now, settings))
+
+
+def _operation_skip(record, cell):
+    """The skip rules of an instance Nova is working on, or not using.
+
+    They come before the mapping check: while Nova boots an instance or
+    moves it between cells, its mapping may not name the cell its row is
+    in yet (or any more).
+    """
     instance = record.instance
     mapping = record.mapping
     if instance['deleted']:
@@ -287,6 +298,14 @@ def skip_reason(record, cell, now, settings):
     if mapping is not None and mapping['queued_for_delete']:
         return 'queued-for-delete', 'the instance is queued for delete'
     vm_state = instance['vm_state']
+    if (mapping is not None and mapping['cell_id'] is None
+            and (vm_state == 'building'
+                 or instance['task_state'] is not None)):
+        # The conductor creates the rows of a multi-create in their cells
+        # before it maps each of them.
+        return ('not-scheduled', 'the instance mapping has no cell yet '
+                '(vm_state %s, task_state %s)'
+                % (vm_state, instance['task_state']))
     if vm_state == 'soft-delete':
         return 'soft-deleted', 'vm_state is soft-delete'
     if vm_state == 'building':
@@ -303,6 +322,12 @@ def skip_reason(record, cell, now, settings):
                 'migration %s (%s) is %s' % (
                     migration['uuid'] or migration['id'],
                     migration['migration_type'], migration['status']))
+    return None
+
+
+def _stale_skip(record, now, settings):
+    """The skip rules guarding against a record that may be stale."""
+    instance = record.instance
     updated_at = instance['updated_at']
     if updated_at is not None:
         # To the second, as ``now`` is: an SQLite database may hold
@@ -312,23 +337,48 @@ def skip_reason(record, cell, now, settings):
     if updated_at is not None and now - updated_at < window:
         return ('recently-updated',
                 'updated at %sZ' % updated_at.isoformat(timespec='seconds'))
-    if instance['host'] is None and vm_state != 'shelved_offloaded':
+    if (instance['host'] is None
+            and instance['vm_state'] != 'shelved_offloaded'):
         return 'no-host', 'the instance has no host'
     return None
 
 
 def _check_skips(record, cell, now, settings, finding):
+    """Raise _Decided for a skip or a wrong mapping.
+
+    An instance with an operation in flight is skipped whatever its
+    mapping says; a mapping that is wrong for any other is an error, even
+    if its record merely looks stale.
+    """
+    _skip_unless_forced(_operation_skip(record, cell), settings, finding)
+    _check_mapping(record, cell)
+    _skip_unless_forced(_stale_skip(record, now, settings), settings,
+                        finding)
+
+
+def _check_mapping(record, cell):
+    """Raise _Decided unless the instance mapping names ``cell``.
+
+    Deleted and hidden instances were skipped before.
+    """
     mapping = record.mapping
-    if not record.instance['deleted'] and not record.instance['hidden']:
-        if mapping is None:
-            raise _Decided(Status.ERROR, 'instance-not-mapped',
-                           'no instance_mappings row; see nova-manage cell_v2 '
-                           'verify_instance')
-        if mapping['cell_id'] != cell['id']:
-            raise _Decided(Status.ERROR, 'instance-mapped-elsewhere',
-                           'the instance mapping points to cell id %s'
-                           % mapping['cell_id'])
-    skip = skip_reason(record, cell, now, settings)
+    if mapping is None:
+        raise _Decided(Status.ERROR, 'instance-not-mapped',
+                       'no instance_mappings row; see nova-manage cell_v2 '
+                       'verify_instance')
+    if mapping['cell_id'] is None:
+        raise _Decided(Status.ERROR, 'instance-mapped-elsewhere',
+                       'the instance mapping names no cell, but the '
+                       'instance is in this one with no operation in '
+                       'flight')
+    if mapping['cell_id'] != cell['id']:
+        raise _Decided(Status.ERROR, 'instance-mapped-elsewhere',
+                       'the instance mapping points to cell id %s'
+                       % mapping['cell_id'])
+
+
+def _skip_unless_forced(skip, settings, finding):
+    """Raise _Decided for ``skip`` unless --force overrides it."""
     if skip is None:
         return
     code, detail = skip

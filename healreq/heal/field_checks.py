@@ -645,15 +645,16 @@ def check_instance_group(spec, inputs, profile):
     member = inputs.groups[0] if inputs.groups else None
     if member is None:
         return _not_a_member(spec, named, inputs)
+    _check_other_memberships(named, inputs.groups)
     if named.uuid is not None and named.uuid != member['uuid']:
         gone = named.uuid not in inputs.known_groups
         raise DerivationError(
             'spec-group-gone' if gone else 'spec-group-not-member', (
-                'the spec names group %s, %s, but the instance is a member '
-                'of %s; left alone' % (
+                'the spec names group %s, %s, but the instance is %s; left '
+                'alone' % (
                     named.uuid, 'which no longer exists' if gone
                     else 'of which it is not a member',
-                    _group_label(member))))
+                    _membership(inputs.groups))))
     healed = {'scheduler_hints': group_obj.with_hint(
         spec.data.get('scheduler_hints'), member['uuid'])}
     if named.uuid is None:
@@ -666,6 +667,31 @@ def check_instance_group(spec, inputs, profile):
         return None
     return (FieldChange('instance_group', before, _group_label(member)),
             healed)
+
+
+def _check_other_memberships(named, groups):
+    """Raise DerivationError if the spec names a group Nova does not read.
+
+    Nova's API forbids an instance in several groups, but the database
+    allows it, and Nova reads the first membership. A spec naming
+    another of them (as its group or its hint) names a group of which
+    the instance is a member: which one it should name is not known.
+    """
+    others = {group['uuid'] for group in groups[1:]}
+    for uuid in (named.uuid, named.hint):
+        if uuid in others:
+            raise DerivationError('instance-in-several-groups', (
+                'the spec names group %s, and the instance is %s; Nova '
+                'reads the first as its group; left alone'
+                % (uuid, _membership(groups))))
+
+
+def _membership(groups):
+    """The groups of an instance, for a detail: 'a member of ...'."""
+    if len(groups) == 1:
+        return 'a member of %s' % _group_label(groups[0])
+    return 'a member of %d server groups: %s' % (
+        len(groups), ', '.join(_group_label(group) for group in groups))
 
 
 def _not_a_member(spec, named, inputs):

@@ -81,7 +81,12 @@ REASONS = {
     },
     Status.SKIPPED: {
         'cell0': 'the instance is in cell0 (never scheduled)',
-        'not-scheduled': 'the instance mapping has no cell yet (building)',
+        'not-scheduled':
+            'the instance mapping has no cell yet: the instance is being '
+            'built (the conductor creates the instances of a multi-create '
+            'in their cell before it maps each of them). A walk reports it '
+            'so when the instance it finds in a cell is building or has a '
+            'task; --instance without reading the cells',
         'instance-deleted':
             'the instance is deleted (for revert and apply also: deleted '
             'and archived, its instance mapping and request_specs row '
@@ -151,6 +156,14 @@ REASONS = {
             'a spec whose instance_group names it saves the spec without '
             'group or hint. Membership does not say which group the spec '
             'should name; nothing is written',
+        'instance-in-several-groups':
+            'the instance is a member of more than one server group '
+            '(Nova\'s API forbids it, but the database allows it) and the '
+            'spec names one of them (as its instance_group or its group '
+            'scheduler hint) that is not the one Nova reads as the '
+            'instance\'s group, its first membership. The detail names '
+            'every group of the instance. Membership does not say which '
+            'group the spec should name; nothing is written',
         'group-unloadable':
             'the server group of the instance has policy rules Nova cannot '
             'load',
@@ -184,9 +197,11 @@ REASONS = {
             'apply or revert: the instance\'s cell database cannot be '
             'read to check that no operation is in flight',
         'instance-mapped-elsewhere':
-            'the instance mapping points to another cell (with '
-            '--instance, the instance is then looked for in the other '
-            'cells)',
+            'the instance mapping points to another cell, or to none, '
+            'while the instance has no operation in flight (an instance in '
+            'flight is skipped by its skip rule first, as both copies of an '
+            'instance during a cross-cell resize are); with --instance, '
+            'the instance is then looked for in the other cells',
         'internal-error':
             'evaluating or writing the instance failed unexpectedly, for '
             'example a spec nested too deeply to be written back (the '

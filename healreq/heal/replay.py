@@ -81,7 +81,7 @@ class Replayer(object):
         for change in changes:
             mapping = mappings.get(change.instance_uuid)
             cell = cells.get(mapping['cell_id']) if mapping else None
-            finding = self._replay(change, cell)
+            finding = self._replay(change, cell, mapping)
             self._cell_report(cell).count(finding)
             findings.keep(finding, self.report.findings, self.report.notices)
         self._record_findings()
@@ -100,7 +100,7 @@ class Replayer(object):
             self.report.cells.append(self._cells[key])
         return self._cells[key]
 
-    def _replay(self, change, cell):
+    def _replay(self, change, cell, mapping):
         finding = Finding(change.instance_uuid, cell['uuid'] if cell else None,
                           Status.DRIFTED, 'recorded-change',
                           'fields: %s' % ', '.join(change.fields))
@@ -108,13 +108,17 @@ class Replayer(object):
             # An insert is written only while the instance is mapped here.
             change = dataclasses.replace(change, cell_id=cell['id'])
         self.writer.write(change, finding,
-                          lambda: self._decide_again(change, cell))
+                          lambda: self._decide_again(change, cell, mapping))
         if finding.status is Status.CONSISTENT:
             finding.notes.append(Note(finding.reason, finding.detail))
         return finding
 
-    def _decide_again(self, change, cell):
-        """None if ``change`` may be written now, else a Refusal."""
+    def _decide_again(self, change, cell, mapping):
+        """None if ``change`` may be written now, else a Refusal.
+
+        ``cell`` is the cell that ``mapping`` (the instance mapping, or
+        None) names.
+        """
         # apply derives the value again, and refuses what it cannot.
         invalid = None if self.rederive else _invalid_record(change)
         if invalid:
@@ -146,6 +150,11 @@ class Replayer(object):
                 # was archived meanwhile. Nothing else removes it.
                 return None
         elif cell is None:
+            if mapping is not None and mapping['cell_id'] is None:
+                # Booting, as a run reports it: an operation in flight.
+                return spec_writer.Refusal(
+                    Status.CONFLICT, 'not-scheduled',
+                    'the instance mapping has no cell yet; left alone')
             if current is None and change.action != spec_writer.INSERT:
                 return _archived()
             return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',

@@ -368,6 +368,55 @@ class ServerGroupTest(_WholeSpecCase):
                          self.results(document))
         self.assertEqual(before, self.deployment.spec_text(self.lost))
 
+    def in_two_groups(self):
+        """``self.lost`` joins a second group, after web; its uuid."""
+        other = self.deployment.add_group('db', policy='affinity',
+                                          members=[self.lost])
+        return other
+
+    def assertInSeveralGroups(self, other, *args):
+        before = self.all_spec_texts()
+        result, document = self.heal_json(*args)
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.lost, 'error', 'instance-in-several-groups',
+                           [])], self.results(document))
+        detail = document['results'][0]['detail']
+        self.assertIn('the spec names group %s' % other, detail)
+        self.assertIn('a member of 2 server groups: anti-affinity group '
+                      'web (%s), affinity group db (%s)'
+                      % (self.group, other), detail)
+        self.assertNotIn('not a member', detail)
+        self.assertEqual(before, self.all_spec_texts())
+
+    def test_spec_naming_the_second_group_of_an_instance_in_two(self):
+        """Nova's API forbids it, the database allows it: no guess."""
+        other = self.in_two_groups()
+        self.set_group(self.lost, dep.stored_group(other, 'db', 'affinity'),
+                       {'group': [other]})
+        self.assertInSeveralGroups(other)
+        self.assertInSeveralGroups(other, '--dry-run')
+        self.assertInSeveralGroups(other, '--instance', self.lost)
+
+    def test_hint_naming_the_second_group_of_an_instance_in_two(self):
+        other = self.in_two_groups()
+        self.set_group(self.lost, None, {'group': [other]})
+        self.assertInSeveralGroups(other, '--cell', self.cell1.uuid)
+
+    def test_other_group_named_for_an_instance_in_two(self):
+        """Every group of the instance is named in the detail."""
+        other = self.in_two_groups()
+        third = self.deployment.add_group('cache', policy='affinity')
+        self.set_group(self.lost, dep.stored_group(third, 'cache',
+                                                   'affinity'),
+                       {'group': [third]})
+        result, document = self.heal_json()
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.lost, 'error', 'spec-group-not-member', [])],
+                         self.results(document))
+        self.assertIn('a member of 2 server groups: anti-affinity group web '
+                      '(%s), affinity group db (%s)' % (self.group, other),
+                      document['results'][0]['detail'])
+
     def test_deleted_group_named_for_an_instance_in_none(self):
         # As its instance_group (with the hint) or as the hint alone: an
         # error of its own, counted in the exit code, nothing written.

@@ -48,7 +48,7 @@ E2_MEDIUM = dep.flavor(831, 'e2.medium', vcpus=4, memory_mb=8192,
 M1_SMALL = dep.flavor(2, 'm1.small', vcpus=1, memory_mb=2048, root_gb=20)
 
 SKIP_CODES = ('instance-deleted', 'cell0', 'hidden', 'queued-for-delete',
-              'soft-deleted', 'building', 'task-in-progress',
+              'not-scheduled', 'soft-deleted', 'building', 'task-in-progress',
               'resize-awaiting-confirm', 'migration-in-progress',
               'recently-updated', 'no-host')
 
@@ -144,12 +144,14 @@ class SkipTest(testtools.TestCase):
                       migrations=[_migration()])
         record = _record(**values)
         record.mapping['queued_for_delete'] = True
+        record.mapping['cell_id'] = None
         steps = [
             ('instance-deleted', lambda r: r.instance.update(deleted=0)),
             ('cell0', None),
             ('hidden', lambda r: r.instance.update(hidden=False)),
             ('queued-for-delete',
              lambda r: r.mapping.update(queued_for_delete=False)),
+            ('not-scheduled', lambda r: r.mapping.update(cell_id=CELL['id'])),
             ('soft-deleted',
              lambda r: r.instance.update(vm_state='building')),
             ('building', lambda r: r.instance.update(vm_state='resized')),
@@ -192,6 +194,29 @@ class SkipTest(testtools.TestCase):
 
     def test_hidden(self):
         self.assertSkipped('hidden', _evaluate(_record(hidden=True)))
+
+    def test_not_scheduled(self):
+        # The conductor creates the rows of a multi-create in their cell
+        # before it maps each of them.
+        record = _record(vm_state='building', task_state='scheduling',
+                         host=None, extras=[])
+        record.mapping['cell_id'] = None
+        self.assertSkipped('not-scheduled', _evaluate(record),
+                           'the instance mapping has no cell yet '
+                           '(vm_state building, task_state scheduling)')
+
+    def test_in_flight_skips_come_before_the_mapping(self):
+        # A cross-cell resize moves the mapping while the copy it no
+        # longer names (or does not name yet) is in flight.
+        cases = {
+            'task-in-progress': dict(task_state='resize_migrated'),
+            'resize-awaiting-confirm': dict(vm_state='resized'),
+            'migration-in-progress': dict(migrations=[_migration()]),
+        }
+        for code, values in cases.items():
+            record = _record(spec_flavor=E2_MEDIUM, **values)
+            record.mapping['cell_id'] = 2
+            self.assertSkipped(code, _evaluate(record))
 
     def test_hidden_mapped_to_the_other_cell(self):
         # During a cross-cell resize the mapping points to the target cell
@@ -397,6 +422,26 @@ class ErrorTest(testtools.TestCase):
         record = _record()
         record.mapping['cell_id'] = 2
         self.assertError('instance-mapped-elsewhere', record, '2')
+
+    def test_mapped_to_no_cell_without_an_operation(self):
+        record = _record()
+        record.mapping['cell_id'] = None
+        self.assertError('instance-mapped-elsewhere', record,
+                         'names no cell', 'no operation in flight')
+
+    def test_mapping_comes_before_the_stale_record_rules(self):
+        # Neither rule says an operation is in flight.
+        for values in (dict(updated_at=NOW), dict(host=None)):
+            record = _record(**values)
+            record.mapping['cell_id'] = 2
+            self.assertError('instance-mapped-elsewhere', record)
+
+    def test_forced_skip_then_mapping(self):
+        record = _record(migrations=[_migration()])
+        record.mapping['cell_id'] = 2
+        finding = _evaluate(record, force=True).finding
+        self.assertEqual((Status.ERROR, 'instance-mapped-elsewhere'),
+                         (finding.status, finding.reason))
 
     def test_extra_missing(self):
         self.assertError('instance-extra-missing', _record(extras=[]))
