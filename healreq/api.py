@@ -34,6 +34,7 @@ import os
 import time
 
 from oslo_config import cfg
+from oslo_log import log as logging
 import sqlalchemy
 import sqlalchemy.engine
 import sqlalchemy.exc
@@ -61,6 +62,8 @@ from healreq import masking
 from healreq import metrics
 from healreq.protected import Protected
 from healreq import releases
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -225,17 +228,33 @@ def refuse_unsafe_outputs(conf, files):
     return protected
 
 
-def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
-           command='nova-heal revert', audit=None, clock=clock_module.utcnow):
+def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
+           command='nova-heal revert', audit=None, clock=clock_module.utcnow,
+           stop_check=None, deferring=contextlib.nullcontext,
+           pause=time.sleep):
     """Put back the values run ``run_id`` replaced, newest first.
 
-    Only the changes of ``instance_uuid`` if given. Raises InvalidInput
+    Only the changes of ``instance_uuid`` if given. A run still running
+    (its lease held) is never reverted in part: RunInProgress (exit 3)
+    is raised before anything is recorded. With ``wait``, its end is
+    awaited instead, within ``deferring()``, looking every WAIT_INTERVAL
+    seconds (``pause``); ``stop_check()``, called between looks, raises
+    (e.g. exception.Interrupted) to end the wait. Raises InvalidInput
     for an unknown run. Returns a RunResult.
     """
-    def changes_to_revert(store):
+    def changes_to_revert(store, api_engine):
         if store.get_run(run_id) is None:
             raise exception.InvalidInput('no run %s in the audit store'
                                          % run_id)
+        if store.is_running(run_id):
+            if not wait:
+                raise exception.RunInProgress(
+                    'run %s is still running (its lease is held); revert '
+                    'it once it has ended, or pass --wait' % run_id)
+            with deferring():
+                _wait_for_end(store, run_id, stop_check, pause)
+            # It may have died instead of ending: settle what it left.
+            store.recover(api_engine)
         # Newest first: if a run touched a row twice, undo in reverse.
         return [writer.Change(
             instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
@@ -249,6 +268,21 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
                        {'revert_of': run_id, 'instance': instance_uuid},
                        changes_to_revert, dry_run, audit, clock,
                        rederive=False, revert_of=run_id)
+
+
+# How often a revert --wait looks whether the run it waits for has ended.
+WAIT_INTERVAL = 1.0
+
+
+def _wait_for_end(store, run_id, stop_check, pause):
+    """Return once run ``run_id`` can write nothing more."""
+    LOG.warning('Run %s is still running; waiting for it to end', run_id)
+    while store.is_running(run_id):
+        if stop_check is not None:
+            stop_check()
+        pause(WAIT_INTERVAL)
+    if stop_check is not None:
+        stop_check()
 
 
 def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
@@ -269,8 +303,8 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
         action=p.action) for p in planned]
     return _replay_run(conf, 'apply', command,
                        {'plan': plan_file, 'plan_run': planned_by},
-                       lambda store: changes, dry_run, audit, clock,
-                       rederive=True, az_policy=az_policy)
+                       lambda store, api_engine: changes, dry_run, audit,
+                       clock, rederive=True, az_policy=az_policy)
 
 
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
@@ -300,11 +334,11 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
                   outputs=None, prepare=None):
     """Recover, start a run record, do ``work``, finish the record.
 
-    ``prepare(store)``, if given, runs before the run is recorded and
-    may refuse the run; its result is passed on to ``work``.
+    ``prepare(store, api_engine)``, if given, runs before the run is
+    recorded and may refuse the run; its result is passed on to ``work``.
     """
     store.recover(api_engine)
-    arguments = () if prepare is None else (prepare(store),)
+    arguments = () if prepare is None else (prepare(store, api_engine),)
     run_id = store.start_run(mode, masking.mask_password(command), filters)
     try:
         return _leased_run(api_engine, store, run_id, work, outputs,
