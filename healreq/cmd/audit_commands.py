@@ -111,7 +111,13 @@ def _add_apply_parser(subparsers):
                     '(by digest), no operation is in flight, and a heal '
                     'would write exactly the plan\'s new value now (the '
                     'decision is taken again on the instance\'s current '
-                    'records). Audited as a run of its own.',
+                    'records). The decision follows the settings the plan '
+                    'recorded: its --az-policy, and its Nova release: one '
+                    'named when the plan was written is applied as named; '
+                    'one detected then must be the one detected now, or '
+                    'the plan is refused (exit %d; write a new plan). '
+                    'Audited as a run of its own.'
+                    % exception.ExitCode.INVALID_INPUT,
         epilog=common.REPLAY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE',
