@@ -79,12 +79,13 @@ class Replayer(object):
                     conn, [c.instance_uuid for c in changes])
         if self.rederive:
             self.report.release = self.context.learn_release()
-            if self.check_release is not None:
-                self.check_release(self.report.release)
         if changes:
             self.context.check_writable(
                 self.writer, {change.action for change in changes},
                 remedy=releases.PLAN_REMEDY)
+        # After the deployment's own refusals, which say more.
+        if self.check_release is not None:
+            self.check_release(self.report.release)
         for change in changes:
             mapping = mappings.get(change.instance_uuid)
             cell = cells.get(mapping['cell_id']) if mapping else None

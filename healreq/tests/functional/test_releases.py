@@ -331,13 +331,17 @@ class PlanReleaseTest(ReleaseTestCase):
     def apply(self, *args):
         return self.run_json('apply', self.plan_path, *args)
 
-    def assert_refused(self, line, *args):
-        """apply refuses the plan with ``line``, also with --dry-run."""
+    def assert_refused(self, line, dry_run_line=None):
+        """apply refuses the plan with ``line``, also with --dry-run.
+
+        With --dry-run the line is ``dry_run_line`` if given.
+        """
         texts = self.all_spec_texts()
-        for extra in ((), ('--dry-run',)):
-            result = self.run_cli('apply', self.plan_path, *(args + extra))
+        for extra, expected in (((), line),
+                                (('--dry-run',), dry_run_line or line)):
+            result = self.run_cli('apply', self.plan_path, *extra)
             self.assertEqual(127, result.code, result.stdout + result.stderr)
-            self.assertEqual(['nova-heal: error: ' + line],
+            self.assertEqual(['nova-heal: error: ' + expected],
                              result.stderr.splitlines())
         self.assertEqual(texts, self.all_spec_texts())
 
@@ -376,18 +380,23 @@ class PlanReleaseTest(ReleaseTestCase):
                          self.deployment.spec_text(uuid))
 
     def test_detected_release_that_changed_since(self):
-        uuid = self.add_drifted(self.cell1)
+        self.set_service_versions(64)
+        uuid = self.deployment.add_instance(
+            self.cell1, demo.M1_LARGE, spec_flavor=demo.M1_SMALL,
+            spec_fields={'version': '1.14',
+                         'spec_image': dep.image(props_version='1.34')})
         plan = self.write_plan()
-        self.assertEqual({'release': {'series': '2026.2', 'named': False},
+        self.assertEqual({'release': {'series': '2022.2', 'named': False},
                           'az_policy': 'report'}, plan['settings'])
-        self.set_service_versions(72)
+        # 2023.1 loads Zed's specs: only the release differs.
+        self.set_service_versions(66)
         self.assert_refused(
-            'the plan was written under 2026.2 Hibiscus (Nova 34), detected, '
-            'but the deployment now runs 2026.1 Gazpacho (Nova 33), '
-            'detected from service version 72: refusing to apply it; '
+            'the plan was written under 2022.2 Zed (Nova 26), detected, '
+            'but the deployment now runs 2023.1 Antelope (Nova 27), '
+            'detected from service version 66: refusing to apply it; '
             'write a new plan')
         # The same release again: applied.
-        self.set_service_versions(74)
+        self.set_service_versions(64)
         result, doc = self.apply()
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual(plan['changes'][0]['after'],
@@ -398,6 +407,10 @@ class PlanReleaseTest(ReleaseTestCase):
         self.write_plan()
         self.remove_services()
         self.assert_refused(
+            'cannot tell which Nova release runs (no live Nova service '
+            'registered in any cell): refusing to write; --dry-run still '
+            'reports, and a plan written under a named release is applied '
+            'under it',
             'the plan was written under 2026.2 Hibiscus (Nova 34), detected, '
             'but the deployment now cannot tell which Nova release it runs '
             '(no live Nova service registered in any cell): refusing to '
