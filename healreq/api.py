@@ -307,7 +307,8 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
                        {'plan': plan_file, 'plan_run': planned_by},
                        lambda store, api_engine: changes, dry_run, audit,
                        clock, rederive=True,
-                       decision_settings=settings(conf, **policies),
+                       decision_settings=dataclasses.replace(
+                           settings(conf), **policies),
                        release=release, check_release=check_release)
 
 
