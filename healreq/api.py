@@ -34,6 +34,7 @@ import os
 import time
 
 from oslo_config import cfg
+from oslo_log import log as logging
 import sqlalchemy
 import sqlalchemy.engine
 import sqlalchemy.exc
@@ -61,6 +62,8 @@ from healreq import masking
 from healreq import metrics
 from healreq.protected import Protected
 from healreq import releases
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -200,7 +203,7 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
     def outputs(report, code, run_id, duration):
         return _write_outputs(report, code, run_id, duration,
                               options.dry_run, plan_file, metrics_file,
-                              options.settings.az_policy)
+                              options.settings)
 
     files = [('--plan', plan_file), ('--metrics-file', metrics_file)]
     protected = refuse_unsafe_outputs(conf, files)
@@ -225,17 +228,33 @@ def refuse_unsafe_outputs(conf, files):
     return protected
 
 
-def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
-           command='nova-heal revert', audit=None, clock=clock_module.utcnow):
+def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
+           command='nova-heal revert', audit=None, clock=clock_module.utcnow,
+           stop_check=None, deferring=contextlib.nullcontext,
+           pause=time.sleep):
     """Put back the values run ``run_id`` replaced, newest first.
 
-    Only the changes of ``instance_uuid`` if given. Raises InvalidInput
+    Only the changes of ``instance_uuid`` if given. A run still running
+    (its lease held) is never reverted in part: RunInProgress (exit 3)
+    is raised before anything is recorded. With ``wait``, its end is
+    awaited instead, within ``deferring()``, looking every WAIT_INTERVAL
+    seconds (``pause``); ``stop_check()``, called between looks, raises
+    (e.g. exception.Interrupted) to end the wait. Raises InvalidInput
     for an unknown run. Returns a RunResult.
     """
-    def changes_to_revert(store):
+    def changes_to_revert(store, api_engine):
         if store.get_run(run_id) is None:
             raise exception.InvalidInput('no run %s in the audit store'
                                          % run_id)
+        if store.is_running(run_id):
+            if not wait:
+                raise exception.RunInProgress(
+                    'run %s is still running (its lease is held); revert '
+                    'it once it has ended, or pass --wait' % run_id)
+            with deferring():
+                _wait_for_end(store, run_id, stop_check, pause)
+            # It may have died instead of ending: settle what it left.
+            store.recover(api_engine)
         # Newest first: if a run touched a row twice, undo in reverse.
         return [writer.Change(
             instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
@@ -251,6 +270,21 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False,
                        rederive=False, revert_of=run_id)
 
 
+# How often a revert --wait looks whether the run it waits for has ended.
+WAIT_INTERVAL = 1.0
+
+
+def _wait_for_end(store, run_id, stop_check, pause):
+    """Return once run ``run_id`` can write nothing more."""
+    LOG.warning('Run %s is still running; waiting for it to end', run_id)
+    while store.is_running(run_id):
+        if stop_check is not None:
+            stop_check()
+        pause(WAIT_INTERVAL)
+    if stop_check is not None:
+        stop_check()
+
+
 def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
                audit=None, clock=clock_module.utcnow):
     """Apply the changes of a plan file written by a dry run.
@@ -262,26 +296,108 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
     anything is recorded if the file is not a usable plan. Returns a
     RunResult.
     """
-    planned_by, az_policy, planned = plan.read_plan(plan_file)
+    planned_by, recorded, planned = plan.read_plan(plan_file)
+    policies = _planned_policies(plan_file, recorded)
+    release, check_release = _applied_release(conf, plan_file, recorded)
     changes = [writer.Change(
         instance_uuid=p.instance_uuid, spec_id=p.spec_id, fields=p.fields,
         before=p.before, after=p.after, before_digest=p.before_digest,
         action=p.action) for p in planned]
     return _replay_run(conf, 'apply', command,
                        {'plan': plan_file, 'plan_run': planned_by},
-                       lambda store: changes, dry_run, audit, clock,
-                       rederive=True, az_policy=az_policy)
+                       lambda store, api_engine: changes, dry_run, audit,
+                       clock, rederive=True,
+                       decision_settings=dataclasses.replace(
+                           settings(conf), **policies),
+                       release=release, check_release=check_release)
+
+
+def _planned_policies(plan_file, recorded):
+    """The policies a plan recorded (decisions.POLICIES), as settings.
+
+    Raises PlanError for a policy this release does not know or a value
+    it does not take: the plan cannot be derived again as it was.
+    """
+    policies = {}
+    for name, value in recorded.items():
+        if name == 'release':
+            continue
+        if value not in decisions.POLICIES.get(name, ()):
+            raise exception.PlanError(
+                'plan %s is malformed or newer than this release: setting '
+                '%s %s' % (plan_file, name, json.dumps(value)))
+        policies[name] = value
+    return policies
+
+
+def _applied_release(conf, plan_file, recorded):
+    """``(release, check_release)``: how apply establishes its release.
+
+    A plan is derived again under its release: the one it named, or the
+    one detected then, which must be the one established now (the
+    check refuses another). A plan of a release before they were
+    recorded is applied as a heal would be.
+    """
+    if 'release' not in recorded:
+        return target_release(conf), None
+    planned, named = _planned_release(plan_file, recorded)
+    if named:
+        return planned, None
+    return target_release(conf), (
+        lambda detection: detection.check_planned(planned))
+
+
+def _planned_release(plan_file, recorded):
+    """``(release, named)``: the Release a plan was written under.
+
+    The release is None if it could not be established then. Raises
+    PlanError if the record is not one write_plan makes.
+    """
+    value = recorded['release']
+    if value is None:
+        return None, False
+    try:
+        named = value['named']
+        if not isinstance(named, bool):
+            raise ValueError('named is not true or false')
+        return releases.by_name(value['series']), named
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise exception.PlanError('plan %s is malformed: release %s (%s)'
+                                  % (plan_file, json.dumps(value), exc))
+
+
+def _plan_settings(decision_settings, detection):
+    """What a plan records of the settings that change what is derived.
+
+    The policies (decisions.POLICIES) and the release, with whether the
+    operator named it (None if it could not be established).
+    """
+    recorded = {name: getattr(decision_settings, name)
+                for name in decisions.POLICIES}
+    release = detection.release if detection is not None else None
+    recorded['release'] = release and {'series': release.series,
+                                       'named': detection.named}
+    return recorded
 
 
 def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
-                clock, rederive, az_policy=field_checks.AZ_REPORT,
-                revert_of=None):
+                clock, rederive, decision_settings=None, release=None,
+                check_release=None, revert_of=None):
+    """A recorded run of revert or apply.
+
+    ``decision_settings`` default to the configuration's; ``release`` is
+    the Release to apply (None: [healreq]/target_release, else
+    detected); ``check_release(detection)``, once the release is known,
+    may refuse it.
+    """
     def work(api_engine, store, run_id, changes):
-        run_context = _context(conf, api_engine, clock, target_release(conf),
+        run_context = _context(conf, api_engine, clock,
+                               release or target_release(conf),
                                conf.service_down_time)
         replayer = replay.Replayer(
-            run_context, settings(conf, az_policy=az_policy), store, run_id,
-            dry_run=dry_run, rederive=rederive, revert_of=revert_of)
+            run_context, decision_settings or settings(conf), store, run_id,
+            dry_run=dry_run, rederive=rederive, revert_of=revert_of,
+            check_release=check_release)
         try:
             return replayer.run(changes)
         except _ENDS_AFTER_WORK as exc:
@@ -300,11 +416,11 @@ def _recorded_run(api_engine, store, mode, command, filters, work,
                   outputs=None, prepare=None):
     """Recover, start a run record, do ``work``, finish the record.
 
-    ``prepare(store)``, if given, runs before the run is recorded and
-    may refuse the run; its result is passed on to ``work``.
+    ``prepare(store, api_engine)``, if given, runs before the run is
+    recorded and may refuse the run; its result is passed on to ``work``.
     """
     store.recover(api_engine)
-    arguments = () if prepare is None else (prepare(store),)
+    arguments = () if prepare is None else (prepare(store, api_engine),)
     run_id = store.start_run(mode, masking.mask_password(command), filters)
     try:
         return _leased_run(api_engine, store, run_id, work, outputs,
@@ -534,12 +650,14 @@ def write_failure_metrics(metrics_file, exit_code, dry_run=False,
 
 
 def _write_outputs(report, code, run_id, duration, dry_run, plan_file,
-                   metrics_file, az_policy=field_checks.AZ_REPORT):
+                   metrics_file, decision_settings):
     """Write the plan and metrics files; return one-line problems."""
     problems = []
     if plan_file:
         try:
-            plan.write_plan(plan_file, run_id, report.planned, az_policy)
+            plan.write_plan(plan_file, run_id, report.planned,
+                            _plan_settings(decision_settings,
+                                           report.release))
         except OSError as exc:
             problems.append('nova-heal: error: cannot write plan file %s: %s'
                             % (plan_file, exc))

@@ -142,7 +142,11 @@ _REPLAY_DIFFERENCES = {
         'another spec row (plan-spec-id-mismatch)'),
     ExitCode.CONFLICT: Meaning(
         'some changes were refused: the row changed since, or an operation '
-        'is in flight on the instance'),
+        'is in flight on the instance; for revert also when the run to '
+        'revert is still running (its audit record shows no exit code and '
+        'its lease is held): nothing is reverted or recorded',
+        'Run again; revert a run still running once it has ended, or '
+        'with --wait.'),
     ExitCode.NOTHING_TO_HEAL: Meaning(
         'nothing to do: every change is written already or its instance '
         'is deleted; for revert also when an earlier revert of the run '
@@ -273,6 +277,11 @@ class UnsafeOutput(InvalidInput):
 
 class PlanError(InvalidInput):
     """A plan file cannot be used as it is: nothing of it is applied."""
+
+
+class RunInProgress(HealreqError):
+    """The run a command would revert is still running: nothing is done."""
+    exit_code = ExitCode.CONFLICT
 
 
 class ApiDatabaseError(HealreqError):

@@ -205,6 +205,14 @@ def by_name(text):
                      % (text, ', '.join(r.series for r in RELEASES)))
 
 
+# What request-specs tells an operator when nothing may be written, and
+# what apply tells (it takes the release its plan was written under).
+WRITE_REMEDY = ('--dry-run still reports, and --target-release names the '
+                'release if it is known')
+PLAN_REMEDY = ('--dry-run still reports, and a plan written under a named '
+               'release is applied under it')
+
+
 @dataclasses.dataclass(frozen=True)
 class Detection:
     """The release a deployment runs, and why healreq believes it.
@@ -232,8 +240,12 @@ class Detection:
         """Whether the operator named the release (no detection)."""
         return self.source == 'option'
 
-    def check_writable(self):
-        """Raise InvalidInput unless healreq may write to this release."""
+    def check_writable(self, remedy=None):
+        """Raise InvalidInput unless healreq may write to this release.
+
+        ``remedy`` is what the line tells the operator to do instead
+        (default: request-specs' WRITE_REMEDY).
+        """
         if self.supported and self.refusal is None:
             return
         if self.refusal is not None:
@@ -244,9 +256,31 @@ class Detection:
         else:
             problem = 'the deployment runs no supported Nova release (%s)' % (
                 self.evidence)
+        raise exception.InvalidInput('%s: refusing to write; %s'
+                                     % (problem, remedy or WRITE_REMEDY))
+
+    def check_planned(self, planned):
+        """Raise InvalidInput unless a plan derived under ``planned`` applies.
+
+        ``planned`` is the Release a plan was written under (None if it
+        could not be established then); this Detection is the release
+        apply derives under now. A plan applied under another release
+        would be judged by other rules.
+        """
+        if planned is not None and planned == self.release:
+            return
+        was = ('%s, detected' % planned.label if planned
+               else 'no Nova release that could be established')
+        if self.release is None:
+            now = 'cannot tell which Nova release it runs (%s)' % (
+                self.evidence)
+        else:
+            how = (self.evidence if self.named
+                   else 'detected from %s' % self.evidence)
+            now = 'runs %s, %s' % (self.release.label, how)
         raise exception.InvalidInput(
-            '%s: refusing to write; --dry-run still reports, and '
-            '--target-release names the release if it is known' % problem)
+            'the plan was written under %s, but the deployment now %s: '
+            'refusing to apply it; write a new plan' % (was, now))
 
 
 def detect(service_version, api_schema_head, props_version):

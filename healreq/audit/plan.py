@@ -40,12 +40,13 @@ class PlannedChange:
     action: str = audit_store.UPDATE
 
 
-def write_plan(path, run_id, planned, az_policy):
+def write_plan(path, run_id, planned, settings):
     """Write ``planned`` (finding, spec row, new text) triples to ``path``.
 
-    ``az_policy`` is the run's --az-policy, which apply derives by again.
-    Replaced atomically and owner-only (see healreq.atomic_file), so a
-    reviewer never sees half a plan.
+    ``settings`` (a JSON object) are the run's settings that change what
+    is derived (its release and policies), which apply derives under
+    again. Replaced atomically and owner-only (see healreq.atomic_file),
+    so a reviewer never sees half a plan.
     """
     changes = []
     for finding, spec_row, new_spec in planned:
@@ -69,7 +70,9 @@ def write_plan(path, run_id, planned, az_policy):
         'created_at': datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec='seconds'),
         'run_id': run_id,
-        'az_policy': az_policy,
+        'settings': settings,
+        # For the releases before settings were recorded.
+        'az_policy': settings.get('az_policy'),
         'changes': changes,
     }
     atomic_file.write(path, json.dumps(document, indent=2) + '\n', 0o600)
@@ -123,9 +126,11 @@ def _names(path, change):
 
 
 def read_plan(path):
-    """Read a plan; return ``(run_id, az_policy, [PlannedChange])``.
+    """Read a plan; return ``(run_id, settings, [PlannedChange])``.
 
-    Raises PlanError if the file is not a plan or was edited.
+    ``settings`` is the mapping write_plan recorded; a plan of a release
+    before they were recorded gives its az_policy alone. Raises PlanError
+    if the file is not a plan or was edited.
     """
     try:
         with open(path) as handle:
@@ -152,8 +157,10 @@ def read_plan(path):
                 before_digest=change['before_digest'], action=action))
     except (KeyError, TypeError, AttributeError) as exc:
         raise exception.PlanError('plan %s is malformed: %s' % (path, exc))
-    az_policy = document.get('az_policy', 'report')
-    if az_policy not in ('report', 'repin', 'unpin'):
-        raise exception.PlanError('plan %s is malformed: az_policy %s'
-                                  % (path, json.dumps(az_policy)))
-    return document.get('run_id'), az_policy, changes
+    settings = document.get('settings')
+    if settings is None:
+        settings = {'az_policy': document.get('az_policy', 'report')}
+    elif not isinstance(settings, dict):
+        raise exception.PlanError('plan %s is malformed: settings %s'
+                                  % (path, json.dumps(settings)))
+    return document.get('run_id'), settings, changes

@@ -431,19 +431,36 @@ class AuditStore(object):
 
     def _run_is_dead(self, change):
         run = change.pop('_run')
-        if change['run_id'] in self._leases:
+        return self._is_over(change['run_id'], run['run_lease'],
+                             run['run_ended_at'], run['run_started_ns'])
+
+    @_store_errors
+    def is_running(self, run_id):
+        """Whether run ``run_id`` may still write: it is alive.
+
+        False for a run that ended, or whose lease is free (it crashed),
+        or that is not recorded. Raises AuditStoreError (exit 127) if its
+        lease cannot be checked.
+        """
+        run = self.get_run(run_id)
+        if run is None:
             return False
-        if run['run_ended_at'] is not None:
+        return not self._is_over(run_id, run['lease'], run['ended_at'],
+                                 run['started_ns'])
+
+    def _is_over(self, run_id, lease_kind, ended_at, started_ns):
+        """Whether the run can write nothing more (see ``recover``)."""
+        if run_id in self._leases:
+            return False
+        if ended_at is not None:
             return True
-        if run['run_lease'] is None:
-            return (time.time_ns() - run['run_started_ns']
-                    > LEGACY_RUN_GRACE_NS)
+        if lease_kind is None:
+            return time.time_ns() - started_ns > LEGACY_RUN_GRACE_NS
         try:
-            return lease.is_free(self.engine, run['run_lease'],
-                                 change['run_id'])
+            return lease.is_free(self.engine, lease_kind, run_id)
         except lease.LeaseError as exc:
             raise _lease_error('cannot tell whether run %s is over'
-                               % change['run_id'], exc)
+                               % run_id, exc)
 
 
 def _lease_error(doing, exc):

@@ -20,6 +20,7 @@ import sys
 from healreq import api
 from healreq.audit import identity
 from healreq.cmd import common
+from healreq.cmd import interruption
 from healreq.cmd import output
 from healreq.cmd import visible
 from healreq import exception
@@ -75,7 +76,12 @@ def _add_revert_parser(subparsers):
                     'run wrote, no operation is in flight, and the recorded '
                     'value matches its recorded digest and is a RequestSpec '
                     'of that instance and row. Audited as a run of its '
-                    'own.',
+                    'own. A run still running (audit list shows no exit '
+                    'code, and its process or connection is alive) is '
+                    'never reverted in part: refused (exit %d) before '
+                    'anything is written, unless --wait waits for its end. '
+                    'A run that crashed is reverted as it is.'
+                    % exception.ExitCode.CONFLICT,
         epilog=common.REPLAY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     revert.add_argument('run_id', metavar='RUN_ID',
@@ -86,6 +92,11 @@ def _add_revert_parser(subparsers):
     revert.add_argument('--dry-run', action='store_true',
                         help='Report what would be written back; write '
                              'nothing.')
+    revert.add_argument('--wait', action='store_true',
+                        help='If RUN_ID is still running, wait for it to '
+                             'end, then revert all it did. A signal '
+                             '(SIGHUP, SIGINT, SIGTERM) ends the wait; '
+                             'nothing is reverted or recorded.')
     revert.add_argument('--format', choices=('text', 'json'), default='text',
                         help=_FORMAT_HELP)
     revert.set_defaults(handler=revert_run, verbose=True)
@@ -100,7 +111,13 @@ def _add_apply_parser(subparsers):
                     '(by digest), no operation is in flight, and a heal '
                     'would write exactly the plan\'s new value now (the '
                     'decision is taken again on the instance\'s current '
-                    'records). Audited as a run of its own.',
+                    'records). The decision follows the settings the plan '
+                    'recorded: its --az-policy, and its Nova release: one '
+                    'named when the plan was written is applied as named; '
+                    'one detected then must be the one detected now, or '
+                    'the plan is refused (exit %d; write a new plan). '
+                    'Audited as a run of its own.'
+                    % exception.ExitCode.INVALID_INPUT,
         epilog=common.REPLAY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE',
@@ -255,7 +272,9 @@ def revert_run(conf, argv):
     instance = common.uuid_option(conf.command.instance, 'instance')
     return _render(conf, api.revert(
         conf, conf.command.run_id, instance_uuid=instance,
-        dry_run=conf.command.dry_run, command=common.command_line(argv)))
+        dry_run=conf.command.dry_run, wait=conf.command.wait,
+        command=common.command_line(argv), stop_check=interruption.check,
+        deferring=interruption.deferred))
 
 
 def apply_plan(conf, argv):

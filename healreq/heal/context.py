@@ -108,10 +108,11 @@ class RunContext(object):
             service_down_time=self.service_down_time)
         return self.detection
 
-    def check_writable(self, writer, actions=('update',)):
+    def check_writable(self, writer, actions=('update',), remedy=None):
         """Raise unless this run may write: release, then privileges.
 
-        The detected release must be one healreq writes for (InvalidInput)
+        The detected release must be one healreq writes for (InvalidInput,
+        whose line ends with ``remedy``, see Detection.check_writable)
         and the account must be allowed to write request_specs so
         (``actions``: update, insert, delete; ApiDatabaseError). Nothing
         has been recorded yet when it raises.
@@ -119,7 +120,7 @@ class RunContext(object):
         if writer.dry_run:
             return
         if self.detection is not None:
-            self.detection.check_writable()
+            self.detection.check_writable(remedy)
         writer.check_writable(actions)
 
     def cell_engine(self, cell):

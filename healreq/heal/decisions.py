@@ -93,6 +93,11 @@ class Settings:
         return self.checked_fields
 
 
+# The settings that change what a heal derives, each with the values it
+# takes: a plan records them, and apply derives under them again.
+POLICIES = {'az_policy': field_checks.AZ_POLICIES}
+
+
 @dataclasses.dataclass
 class Evaluation:
     finding: Finding

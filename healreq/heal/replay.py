@@ -37,6 +37,7 @@ from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq.heal import records
 from healreq.heal import writer as spec_writer
+from healreq import releases
 
 SPEC_CHANGED_DETAIL = 'the spec changed during the write; left alone'
 
@@ -45,16 +46,19 @@ class Replayer(object):
     """Writes a list of recorded changes in a RunContext; a RunReport."""
 
     def __init__(self, context, settings, audit, run_id, dry_run=False,
-                 rederive=False, revert_of=None):
+                 rederive=False, revert_of=None, check_release=None):
         """Prepare writing recorded changes of run ``run_id``.
 
         With ``rederive`` (apply), a change is written only if a heal
         would write exactly its new value now, by the rules of the
-        deployment's release (the context's target release if named).
+        deployment's release (the context's target release if named);
+        ``check_release(detection)``, once it is known, may refuse it
+        (InvalidInput) before anything is written.
         ``revert_of`` is the run a revert undoes: an earlier revert of it
         recorded in the audit store is nothing to do again.
         """
         self.context = context
+        self.check_release = check_release
         self.rederive = rederive
         self.revert_of = revert_of
         self.settings = settings
@@ -77,7 +81,11 @@ class Replayer(object):
             self.report.release = self.context.learn_release()
         if changes:
             self.context.check_writable(
-                self.writer, {change.action for change in changes})
+                self.writer, {change.action for change in changes},
+                remedy=releases.PLAN_REMEDY)
+        # After the deployment's own refusals, which say more.
+        if self.check_release is not None:
+            self.check_release(self.report.release)
         for change in changes:
             mapping = mappings.get(change.instance_uuid)
             cell = cells.get(mapping['cell_id']) if mapping else None

@@ -260,3 +260,103 @@ class LockFileTest(LeaseTestCase):
         self.another_invocation()
         self.assertEqual([], self.lock_files())
         self.assertIsNone(self.store.get_run(run_id)['ended_at'])
+
+
+class RevertOfALiveRunTest(LeaseTestCase):
+    """A run still running is never reverted in part.
+
+    The run is a real heal in another process, held after its first
+    batch, so its lease (a lock file or a named lock) is really held.
+    """
+
+    def setUp(self):
+        super().setUp()
+        for _ in range(3):
+            self.add_drifted(self.cell2)
+        self.originals = self.all_spec_texts()
+
+    def start_heal(self):
+        """A heal held after its first batch; the process, gate, run id."""
+        gate = self.useFixture(cli.Gate())
+        process = cli.spawn(
+            gate.argv() + ['--config-file', self.config_file,
+                           'request-specs', '--batch-size', '1'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(process.wait)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        gate.reach(1, process)
+        run_id = self.store.list_runs(1)[0]['id']
+        self.assertEqual(1, len(self.store.changes(run_id, state=APPLIED)))
+        return process, gate, run_id
+
+    def finish(self, process, gate):
+        gate.open()
+        self.assertEqual(0, process.wait(120))
+
+    def test_live_run_is_refused(self):
+        process, gate, run_id = self.start_heal()
+        runs = len(self.store.list_runs(100))
+        written = self.all_spec_texts()
+
+        result = self.run_cli('revert', run_id)
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        self.assertEqual(['nova-heal: error: run %s is still running (its '
+                          'lease is held); revert it once it has ended, or '
+                          'pass --wait' % run_id],
+                         result.stderr.splitlines())
+        result, document = self.run_json('revert', run_id, '--dry-run')
+        self.assertEqual(3, result.code, result.stdout + result.stderr)
+        self.assertEqual(3, document['error']['exit_code'])
+        self.assertEqual(written, self.all_spec_texts())
+        self.assertEqual(runs, len(self.store.list_runs(100)))
+
+        # Once the run has ended, all it did is reverted.
+        self.finish(process, gate)
+        self.assertEqual(4, len(self.store.changes(run_id, state=APPLIED)))
+        result = self.run_cli('revert', run_id)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def start_waiting_revert(self, run_id):
+        """``revert --wait RUN_ID`` in a process, once it waits."""
+        waiter = cli.spawn(
+            [sys.executable, '-m', 'healreq', '--config-file',
+             self.config_file, 'revert', '--wait', run_id, '--format',
+             'json'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: waiter.poll() is None and waiter.kill())
+        line = waiter.stderr.readline().decode()
+        self.assertIn('Run %s is still running; waiting for it to end'
+                      % run_id, line)
+        return waiter
+
+    def test_wait_reverts_the_whole_run(self):
+        process, gate, run_id = self.start_heal()
+        waiter = self.start_waiting_revert(run_id)
+        self.assertIsNone(waiter.poll())
+        self.finish(process, gate)
+        stdout, stderr = waiter.communicate(timeout=120)
+        self.assertEqual(0, waiter.returncode, stdout + stderr)
+        document = json.loads(stdout)
+        self.assertEqual(4, document['summary']['healed'])
+        self.assertEqual(self.originals, self.all_spec_texts())
+
+    def test_wait_is_interruptible(self):
+        process, gate, run_id = self.start_heal()
+        runs = len(self.store.list_runs(100))
+        waiter = self.start_waiting_revert(run_id)
+        waiter.send_signal(signal.SIGTERM)
+        stdout, stderr = waiter.communicate(timeout=120)
+        self.assertEqual(143, waiter.returncode, stdout + stderr)
+        self.assertEqual(runs, len(self.store.list_runs(100)))
+        self.finish(process, gate)
+        self.assertNotEqual(self.originals, self.all_spec_texts())
+
+    def test_killed_run_is_reverted(self):
+        """A run that died (lease free, no exit code) is revertable."""
+        process, gate, run_id = self.start_heal()
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.assertIsNone(self.store.get_run(run_id)['exit_code'])
+        result = self.run_cli('revert', run_id)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(self.originals, self.all_spec_texts())

@@ -19,7 +19,9 @@ decides the rules of every derivation and the object versions written.
 """
 
 import json
+import os
 
+import fixtures as test_fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
@@ -310,3 +312,142 @@ class ReleaseRulesTest(ReleaseTestCase):
         for services in (64, 67, 68):
             self.set_service_versions(services)
             self.assert_consistent()
+
+
+class PlanReleaseTest(ReleaseTestCase):
+    """A plan records its release; apply derives under it again."""
+
+    def setUp(self):
+        super().setUp()
+        self.plan_path = os.path.join(
+            self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
+
+    def write_plan(self, *args):
+        result, doc = self.heal_json('--dry-run', '--plan', self.plan_path,
+                                     *args)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        with open(self.plan_path) as handle:
+            return json.load(handle)
+
+    def apply(self, *args):
+        return self.run_json('apply', self.plan_path, *args)
+
+    def assert_refused(self, line, dry_run_line=None):
+        """apply refuses the plan with ``line``, also with --dry-run.
+
+        With --dry-run the line is ``dry_run_line`` if given.
+        """
+        texts = self.all_spec_texts()
+        for extra, expected in (((), line),
+                                (('--dry-run',), dry_run_line or line)):
+            result = self.run_cli('apply', self.plan_path, *extra)
+            self.assertEqual(127, result.code, result.stdout + result.stderr)
+            self.assertEqual(['nova-heal: error: ' + expected],
+                             result.stderr.splitlines())
+        self.assertEqual(texts, self.all_spec_texts())
+
+    def test_named_release_on_an_offline_copy(self):
+        self.remove_services()
+        uuid = self.add_drifted(self.cell1)
+        plan = self.write_plan('--target-release', '2026.2', '--az-policy',
+                               'repin')
+        self.assertEqual({'release': {'series': '2026.2', 'named': True},
+                          'az_policy': 'repin'}, plan['settings'])
+        result, doc = self.apply()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(('2026.2', 'option'), (doc['release']['series'],
+                                                doc['release']['source']))
+        self.assertEqual([(uuid, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+        self.assertEqual(plan['changes'][0]['after'],
+                         self.deployment.spec_text(uuid))
+
+    def test_named_release_differs_from_the_detected_one(self):
+        # As in test_page_size_units_follow_the_release: only 2023.2 on
+        # derives a topology from a page size in P.
+        self.set_service_versions(64)
+        flavor = dep.flavor(5, 'm1.huge', vcpus=1, memory_mb=2048,
+                            root_gb=20,
+                            extra_specs={'hw:mem_page_size': '1PB'})
+        uuid = self.deployment.add_instance(self.cell1, flavor)
+        plan = self.write_plan('--target-release', '2023.2')
+        self.assertEqual([uuid], [c['instance_uuid']
+                                  for c in plan['changes']])
+        result, doc = self.apply()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(uuid, 'healed')], [
+            (r['instance_uuid'], r['status']) for r in doc['results']])
+        self.assertEqual(plan['changes'][0]['after'],
+                         self.deployment.spec_text(uuid))
+
+    def test_detected_release_that_changed_since(self):
+        self.set_service_versions(64)
+        uuid = self.deployment.add_instance(
+            self.cell1, demo.M1_LARGE, spec_flavor=demo.M1_SMALL,
+            spec_fields={'version': '1.14',
+                         'spec_image': dep.image(props_version='1.34')})
+        plan = self.write_plan()
+        self.assertEqual({'release': {'series': '2022.2', 'named': False},
+                          'az_policy': 'report'}, plan['settings'])
+        # 2023.1 loads Zed's specs: only the release differs.
+        self.set_service_versions(66)
+        self.assert_refused(
+            'the plan was written under 2022.2 Zed (Nova 26), detected, '
+            'but the deployment now runs 2023.1 Antelope (Nova 27), '
+            'detected from service version 66: refusing to apply it; '
+            'write a new plan')
+        # The same release again: applied.
+        self.set_service_versions(64)
+        result, doc = self.apply()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(plan['changes'][0]['after'],
+                         self.deployment.spec_text(uuid))
+
+    def test_refusals_name_only_what_apply_accepts(self):
+        self.add_drifted(self.cell1)
+        self.write_plan()
+        self.remove_services()
+        self.assert_refused(
+            'cannot tell which Nova release runs (no live Nova service '
+            'registered in any cell): refusing to write; --dry-run still '
+            'reports, and a plan written under a named release is applied '
+            'under it',
+            'the plan was written under 2026.2 Hibiscus (Nova 34), detected, '
+            'but the deployment now cannot tell which Nova release it runs '
+            '(no live Nova service registered in any cell): refusing to '
+            'apply it; write a new plan')
+        # A plan of an earlier release, which recorded no release.
+        with open(self.plan_path) as handle:
+            plan = json.load(handle)
+        del plan['settings']
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        result = self.run_cli('apply', self.plan_path)
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
+        self.assertEqual(
+            ['nova-heal: error: cannot tell which Nova release runs (no '
+             'live Nova service registered in any cell): refusing to '
+             'write; --dry-run still reports, and a plan written under a '
+             'named release is applied under it'],
+            result.stderr.splitlines())
+
+    def test_plan_of_an_earlier_release_applies_as_before(self):
+        uuid = self.add_drifted(self.cell1)
+        plan = self.write_plan()
+        del plan['settings']
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        result, doc = self.apply()
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(plan['changes'][0]['after'],
+                         self.deployment.spec_text(uuid))
+
+    def test_unknown_setting_is_refused(self):
+        self.add_drifted(self.cell1)
+        plan = self.write_plan()
+        plan['settings']['host_policy'] = 'keep'
+        with open(self.plan_path, 'w') as handle:
+            json.dump(plan, handle)
+        self.assert_refused(
+            'plan %s is malformed or newer than this release: setting '
+            'host_policy "keep"' % self.plan_path)
