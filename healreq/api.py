@@ -182,8 +182,10 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
             run_context, options,
             budget.Budget(options.max_count, options.sleep,
                           options.max_rate),
-            writer.SpecWriter(api_engine, clock, audit=store, run_id=run_id,
-                              dry_run=options.dry_run),
+            writer.SpecWriter(
+                api_engine, clock, audit=store, run_id=run_id,
+                dry_run=options.dry_run,
+                retry_within=conf.healreq.lock_wait_timeout),
             audit=store, run_id=run_id)
         run.progress = progress
         if stop_check is not None:
