@@ -185,8 +185,10 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
             run_context, options,
             budget.Budget(options.max_count, options.sleep,
                           options.max_rate),
-            writer.SpecWriter(api_engine, clock, audit=store, run_id=run_id,
-                              dry_run=options.dry_run),
+            writer.SpecWriter(
+                api_engine, clock, audit=store, run_id=run_id,
+                dry_run=options.dry_run,
+                retry_within=conf.healreq.lock_wait_timeout),
             audit=store, run_id=run_id)
         run.progress = progress
         if stop_check is not None:
@@ -458,9 +460,11 @@ def _leased_run(api_engine, store, run_id, work, outputs, arguments):
         _finish_unexpected(store, run_id, exc)
         raise
     if report.audit_error:
-        problems.append(report.audit_error)
+        _add_problem(problems, report.audit_error)
     if outputs is not None:
-        problems += outputs(report, code, run_id, time.monotonic() - started)
+        for problem in outputs(report, code, run_id,
+                               time.monotonic() - started):
+            _add_problem(problems, problem)
     if problems and code < ExitCode.INVALID_INPUT:
         code = ExitCode.NEEDS_ATTENTION
     summary = report.summary()
@@ -469,10 +473,20 @@ def _leased_run(api_engine, store, run_id, work, outputs, arguments):
     try:
         store.finish_run(run_id, summary, code)
     except exception.AuditStoreError as exc:
-        problems.append(exc.line())
+        _add_problem(problems, exc.line())
         code = code if code >= ExitCode.INVALID_INPUT else (
             ExitCode.NEEDS_ATTENTION)
     return RunResult(run_id, report, code, problems)
+
+
+def _add_problem(problems, line):
+    """Add ``line`` to ``problems`` unless it is there already.
+
+    A database that is gone (a failed Galera node) fails every statement
+    with the same error: it is reported once.
+    """
+    if line not in problems:
+        problems.append(line)
 
 
 # Errors that may end a run after it did some work, which is reported.

@@ -20,8 +20,9 @@ so, instead of failing before it has done anything. Every log line is
 escaped into one line (see ``visible``).
 
 A database error is reported in one line by the command that met it;
-oslo.db's own log of every error it wraps, with its traceback, is kept
-for ``--debug``.
+oslo.db's own log of every error it wraps and SQLAlchemy's pool's log of
+a connection it cannot reset, each with a traceback, are kept for
+``--debug``.
 """
 
 import logging as std_logging
@@ -36,7 +37,11 @@ LOG = logging.getLogger(__name__)
 LOG_FILE_IN_LOG_DIR = 'nova-heal.log'
 
 # Logs "DB exception wrapped" and the traceback of every database error.
-_WRAPPED_DB_ERRORS = 'oslo_db.sqlalchemy.exc_filters'
+# Loggers whose errors the command reports in one line itself: oslo.db's
+# log of every error it wraps, and SQLAlchemy's pool, which logs with a
+# traceback a connection it cannot reset or close (a database server
+# gone, a Galera node that lost quorum).
+_QUIET_UNLESS_DEBUG = ('oslo_db.sqlalchemy.exc_filters', 'sqlalchemy.pool')
 
 
 def setup(conf, product='healreq'):
@@ -67,8 +72,9 @@ def _setup(conf, product):
     _mask_every_line()
     visible.escape_logs()
     # The standard library's logger: oslo.log's getLogger would rename it.
-    std_logging.getLogger(_WRAPPED_DB_ERRORS).setLevel(
-        logging.DEBUG if conf.debug else logging.CRITICAL)
+    for name in _QUIET_UNLESS_DEBUG:
+        std_logging.getLogger(name).setLevel(
+            logging.DEBUG if conf.debug else logging.CRITICAL)
 
 
 class _NoColors(std_logging.Filter):

@@ -13,7 +13,10 @@
 
 """Database engines for the API database and each cell database."""
 
+import contextlib
 import inspect
+import threading
+import weakref
 
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
@@ -70,6 +73,82 @@ def _bound_lock_waits(engine, seconds):
                            'lock_wait_timeout = %d' % (seconds, seconds))
         finally:
             cursor.close()
+
+
+# Whether an engine's server is a Galera node, learnt once per engine.
+_GALERA_NODES = weakref.WeakKeyDictionary()
+_GALERA_LOCK = threading.Lock()
+
+# MySQL's "Unknown system variable".
+_UNKNOWN_VARIABLE = 1193
+# wsrep_sync_wait's bit for reads (SELECT, SHOW, BEGIN).
+SYNC_WAIT_READS = 1
+
+
+def is_galera_node(conn):
+    """Whether ``conn``'s server is a node of a Galera cluster.
+
+    Asked once per engine (``@@wsrep_on``: ON on a Galera node, OFF or
+    unknown on a plain server); never True on SQLite.
+    """
+    engine = conn.engine
+    with _GALERA_LOCK:
+        known = _GALERA_NODES.get(engine)
+    if known is not None:
+        return known
+    known = False
+    if engine.dialect.name == 'mysql':
+        try:
+            known = str(conn.execute(sa.text(
+                'SELECT @@wsrep_on')).scalar()).upper() in ('1', 'ON')
+        except exception.DB_ERRORS as exc:
+            if exception.mysql_error_code(exc) != _UNKNOWN_VARIABLE:
+                raise
+            # A server without Galera's variables (MySQL): not a node.
+    with _GALERA_LOCK:
+        _GALERA_NODES[engine] = known
+    return known
+
+
+@contextlib.contextmanager
+def synced_reads(engine):
+    """A connection of ``engine`` whose reads see the cluster's commits.
+
+    On a Galera node the session's ``wsrep_sync_wait`` gains its read
+    bit for the connection's use: a read first waits until the node has
+    applied every write set the cluster committed before it, so that a
+    re-read before a write sees what other nodes wrote. Elsewhere it is
+    a plain connection. The setting is put back before the connection
+    returns to the pool.
+    """
+    with engine.connect() as conn:
+        previous = _raise_sync_wait(conn) if is_galera_node(conn) else None
+        try:
+            yield conn
+        finally:
+            if previous is not None:
+                _restore_sync_wait(conn, previous)
+
+
+def _raise_sync_wait(conn):
+    """Set the read bit of wsrep_sync_wait; the value to restore or None."""
+    previous = int(conn.execute(sa.text(
+        'SELECT @@SESSION.wsrep_sync_wait')).scalar())
+    if previous & SYNC_WAIT_READS:
+        return None
+    conn.execute(sa.text('SET SESSION wsrep_sync_wait = %d'
+                         % (previous | SYNC_WAIT_READS)))
+    return previous
+
+
+def _restore_sync_wait(conn, previous):
+    try:
+        conn.execute(sa.text('SET SESSION wsrep_sync_wait = %d'
+                             % previous))
+    except exception.DB_ERRORS:
+        # Whatever failed is reported by the caller; a connection whose
+        # setting is unknown is not given back to the pool.
+        conn.invalidate()
 
 
 def check_connect_arguments(engine):

@@ -233,6 +233,12 @@ REASONS = {
         'spec-locked':
             'another session held a lock on the request_specs row for '
             'longer than [healreq]/lock_wait_timeout; left alone',
+        'spec-contended':
+            'the write of the request_specs row kept colliding with '
+            'concurrent writes of other sessions (deadlocks, or Galera '
+            'certification failures of writes through other nodes) for '
+            '[healreq]/lock_wait_timeout while the row held what was read, '
+            'each retry logged as a warning; left alone',
     },
 }
 

@@ -313,7 +313,7 @@ def read_batch_rows(conn, uuids, checked_fields):
 
 def read_instance(api_engine, cell_engine, instance_uuid, checked_fields):
     """The records of one instance (live or not), or []."""
-    with cell_engine.connect() as conn:
+    with engines.synced_reads(cell_engine) as conn:
         found = cell_queries.get_instances(conn, [instance_uuid])
         if not found:
             return []
@@ -327,7 +327,8 @@ def reread(cell_engine, records, checked_fields):
     if not records:
         return {}
     uuids = [record.instance['uuid'] for record in records]
-    with cell_engine.connect() as conn:
+    # Read just before the writes: on Galera, after the cluster's commits.
+    with engines.synced_reads(cell_engine) as conn:
         instances = cell_queries.get_instances(conn, uuids)
         rows = read_cell_rows(conn, uuids, checked_fields)
     fresh = {}

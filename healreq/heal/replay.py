@@ -26,6 +26,7 @@ import json
 from healreq.audit import store as audit_store
 from healreq.db import api_queries
 from healreq.db import cell_queries
+from healreq.db import engines
 from healreq import exception
 from healreq.heal import decisions
 from healreq.heal import field_checks
@@ -68,7 +69,8 @@ class Replayer(object):
         self.report = RunReport(dry_run=dry_run)
         self.writer = spec_writer.SpecWriter(
             context.api_engine, context.clock, audit=audit, run_id=run_id,
-            dry_run=dry_run, spec_changed_detail=SPEC_CHANGED_DETAIL)
+            dry_run=dry_run, spec_changed_detail=SPEC_CHANGED_DETAIL,
+            retry_within=context.lock_wait_timeout)
 
     def run(self, changes):
         """Write ``changes`` (writer.Change), in order."""
@@ -133,7 +135,7 @@ class Replayer(object):
             return spec_writer.Refusal(Status.ERROR, 'audit-record-invalid',
                                        invalid + '; left alone')
         with exception.reraised_as(exception.ApiDatabaseError):
-            with self.context.api_engine.connect() as conn:
+            with engines.synced_reads(self.context.api_engine) as conn:
                 current = api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
         reverted_by = self._reverted_by(change)
@@ -275,7 +277,7 @@ class Replayer(object):
         uuid = change.instance_uuid
         engine = self.context.cell_engine(cell)
         try:
-            with engine.connect() as conn:
+            with engines.synced_reads(engine) as conn:
                 instance = cell_queries.get_instances(conn, [uuid]).get(uuid)
                 migrations = cell_queries.get_migrations_in_progress(
                     conn, [uuid]).get(uuid, [])

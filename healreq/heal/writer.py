@@ -29,12 +29,14 @@ refused is undone by a compare-and-swap back to the before text.
 """
 
 import dataclasses
+import time
 
-from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
+from oslo_log import log as logging
 
 from healreq.audit import store as audit_store
 from healreq.db import api_queries
+from healreq.db import engines
 from healreq import exception
 from healreq.heal.findings import Status
 from healreq import masking
@@ -54,12 +56,35 @@ INSTANCE_QUEUED_DETAIL = ('the instance was deleted through the API before '
                           'its spec was recreated; nothing written')
 INSTANCE_MOVED_DETAIL = ('the instance mapping moved to cell id %s before '
                          'the spec was recreated; left alone')
+SPEC_CONTENDED_DETAIL = ('the write of the request_specs row kept colliding '
+                         'with concurrent writes of other sessions (deadlocks '
+                         'or Galera certification failures) for %d s '
+                         '([healreq]/lock_wait_timeout) while the row held '
+                         'what was read; left alone, run again to re-check')
 SETTLED_ELSEWHERE_DETAIL = ('the audit intent was settled as %s by another '
                             'invocation before this write was marked; %s')
 
 
-def _is_deadlock(exc):
-    """Whether ``exc`` is a deadlock the database resolved (retry it)."""
+LOG = logging.getLogger(__name__)
+
+# Seconds between the attempts of a write that collided, at first; the
+# pause doubles up to the longest.
+RETRY_PAUSE = 0.05
+RETRY_PAUSE_MAX = 1.0
+# The start of each log line of a write that collided.
+COLLIDED_LOG = ('Instance %s: the write of its request spec collided with a '
+                'concurrent write (deadlock or certification failure, '
+                'attempt %d) ')
+
+
+def _is_collision(exc):
+    """Whether ``exc`` rolled the write back for a concurrent write.
+
+    A deadlock the server resolved, or on Galera a certification failure
+    (reported as a deadlock, error 1213, at COMMIT or at the next
+    statement): the transaction is already rolled back. A lock wait that
+    timed out is no collision (oslo.db calls it a deadlock too).
+    """
     return (isinstance(exc, db_exc.DBDeadlock)
             and not exception.is_lock_wait_timeout(exc))
 
@@ -119,8 +144,12 @@ class SpecWriter(object):
     """
 
     def __init__(self, api_engine, clock, audit=None, run_id=None,
-                 dry_run=False, spec_changed_detail=SPEC_CHANGED_DETAIL):
+                 dry_run=False, spec_changed_detail=SPEC_CHANGED_DETAIL,
+                 retry_within=engines.LOCK_WAIT_TIMEOUT):
         self.api_engine = api_engine
+        # Seconds a write that keeps colliding is retried
+        # ([healreq]/lock_wait_timeout, the bound of a lock wait).
+        self.retry_within = retry_within
         self.audit = audit
         self.run_id = run_id
         self.dry_run = dry_run
@@ -156,7 +185,7 @@ class SpecWriter(object):
                 change.spec_id, change.fields, change.before, change.after,
                 action=change.action)
         try:
-            swapped, spec_id, refusal = self._swap(change)
+            swapped, spec_id, refusal = self._swap_until_settled(change)
         except exception.DB_ERRORS as exc:
             if exception.is_lock_wait_timeout(exc):
                 self._row_locked(change_id, finding, give_back)
@@ -242,7 +271,7 @@ class SpecWriter(object):
         if exception.is_privilege_error(exc):
             raise exception.ApiDatabaseError(message) from exc
         try:
-            with self.api_engine.connect() as conn:
+            with engines.synced_reads(self.api_engine) as conn:
                 current = _current_text(conn, change)
         except exception.DB_ERRORS:
             raise exception.ApiDatabaseError(message) from exc
@@ -283,14 +312,51 @@ class SpecWriter(object):
             return False, SETTLED_ELSEWHERE_DETAIL % (
                 recorded, 'this run wrote nothing')
         with exception.reraised_as(exception.ApiDatabaseError):
-            undone, _, _ = self._swap(change.inverse(spec_id))
+            undone, _, _ = self._swap_until_settled(change.inverse(spec_id))
         return False, SETTLED_ELSEWHERE_DETAIL % (
             recorded, 'the write was undone' if undone else
             'the row changed again after the write')
 
-    # Real deadlocks are retried; a lock wait timeout is not.
-    @oslo_db_api.wrap_db_retry(max_retries=5,
-                               exception_checker=_is_deadlock)
+    def _swap_until_settled(self, change):
+        """``_swap``, again after each collision that left the row as read.
+
+        A write that collided with a concurrent one (``_is_collision``)
+        was rolled back. The row is read again, waiting for the cluster's
+        latest commits: if it no longer holds what was read, the change
+        is refused as ``_swap`` refuses it (someone changed the row).
+        Otherwise the collision was with another column or row, and the
+        write is tried again, each attempt logged, for at most
+        ``retry_within`` seconds; then the refusal is ``spec-contended``.
+        """
+        deadline = time.monotonic() + self.retry_within
+        pause = RETRY_PAUSE
+        attempt = 1
+        while True:
+            try:
+                return self._swap(change)
+            except db_exc.DBDeadlock as exc:
+                if not _is_collision(exc):
+                    raise
+            with engines.synced_reads(self.api_engine) as conn:
+                current = _current_text(conn, change)
+            if current != change.before:
+                LOG.warning(COLLIDED_LOG + 'that changed the row; left alone',
+                            change.instance_uuid, attempt)
+                return False, change.spec_id, None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                LOG.warning(COLLIDED_LOG + 'for %d s; left alone',
+                            change.instance_uuid, attempt, self.retry_within)
+                return False, change.spec_id, Refusal(
+                    Status.CONFLICT, 'spec-contended',
+                    SPEC_CONTENDED_DETAIL % self.retry_within)
+            LOG.warning(COLLIDED_LOG + 'while the row held what was read; '
+                        'retrying, attempt %d', change.instance_uuid,
+                        attempt, attempt + 1)
+            attempt += 1
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, RETRY_PAUSE_MAX)
+
     def _swap(self, change):
         """Write ``change`` if the row is as it expects.
 
