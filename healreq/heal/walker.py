@@ -76,10 +76,8 @@ class _FindingsLog(object):
         pending, self._pending = self._pending, []
         if not pending or self._sink.audit_error is not None:
             return
-        error = findings.record(self._audit, self._run_id, pending,
-                                self._sink)
-        if error is not None:
-            LOG.error('Cannot record findings: %s', error)
+        # A refusal becomes the sink's audit_error: the run prints it once.
+        findings.record(self._audit, self._run_id, pending, self._sink)
 
 
 class Walker(object):
