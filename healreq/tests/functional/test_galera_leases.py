@@ -77,6 +77,17 @@ class GaleraLeaseTest(galera_case.GaleraTestCase):
                               config_file=self.config_on_node(1))
         self.assertEqual(0, second.code, second.stdout + second.stderr)
         self.assertEqual(1, len(self.pending_changes(observer)))
+        # Reverting the live run through the second node is refused.
+        [live] = [run['id'] for run in observer.list_runs(10)
+                  if run['command'].endswith('request-specs --format json')]
+        revert = self.run_cli('revert', live,
+                              config_file=self.config_on_node(1))
+        self.assertEqual(3, revert.code, revert.stdout + revert.stderr)
+        self.assertEqual(
+            ['nova-heal: error: run %s is still running (its lease is '
+             'held); revert it once it has ended, or pass --wait' % live],
+            revert.stderr.splitlines())
+        self.assertEqual(1, len(self.pending_changes(observer)))
 
         held.rollback()
         out, err = process.communicate(timeout=DEADLINE)
