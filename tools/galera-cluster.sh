@@ -17,7 +17,8 @@
 # the openstack_citest account exists, and prints how long that took and
 # the cluster's addresses (HEALREQ_TEST_GALERA=...).
 #
-# Run as root (the nodes run with --user=root) or as the mysql user.
+# Run as root (the nodes then run as the mysql user, when it exists) or as
+# the mysql user.
 # galera-4 and rsync are installed with apt-get when missing.
 set -euo pipefail
 
