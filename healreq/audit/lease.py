@@ -19,8 +19,9 @@ a free lease proves the run can write nothing more.
 
 * On a MySQL/MariaDB store the lease is the named lock
   ``healreq-run-<run id>``, taken with ``GET_LOCK`` on a connection kept
-  open for the run, and the row ``run-<run id>`` of the ``leases`` table,
-  which a thread of the run renews every RENEW_INTERVAL seconds. A named
+  open for the run, and, where the server is a Galera node, the row
+  ``run-<run id>`` of the ``leases`` table, which a thread of the run
+  renews every RENEW_INTERVAL seconds. A named
   lock is seen only by the server holding it: on a Galera cluster a
   client of another node finds it free. The row is seen by every node,
   so such a client judges the lease by it: free once its last renewal is
@@ -40,6 +41,8 @@ import os
 import threading
 
 import sqlalchemy as sa
+
+from healreq.db import engines
 
 LOG = logging.getLogger(__name__)
 
@@ -210,7 +213,12 @@ class _NamedLock(object):
                 taken = self._conn.execute(
                     sa.text('SELECT GET_LOCK(:name, 0)'),
                     {'name': self._name}).scalar()
-            if taken == 1:
+                # Only another node of a cluster needs the row: on a
+                # plain server every client sees the named lock, and no
+                # thread runs beside the run (its reader is then forked).
+                clustered = taken == 1 and engines.is_galera_node(
+                    self._conn)
+            if clustered:
                 with self._conn.begin():
                     insert_row(self._conn, self._row)
         except BaseException:
@@ -220,16 +228,18 @@ class _NamedLock(object):
         if taken != 1:
             self._conn.close()
             raise LeaseError('lock %s is held elsewhere' % self._name)
-        self._renewer = Renewer(engine, self._row)
+        self._renewer = Renewer(engine, self._row) if clustered else None
 
     def release(self):
         if self._conn is None:
             return
         conn, self._conn = self._conn, None
-        self._renewer.stop()
+        if self._renewer is not None:
+            self._renewer.stop()
         try:
-            with conn.begin():
-                delete_row(conn, self._row)
+            if self._renewer is not None:
+                with conn.begin():
+                    delete_row(conn, self._row)
             with conn.begin():
                 conn.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
                              {'name': self._name})

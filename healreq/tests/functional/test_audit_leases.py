@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import sqlalchemy as sa
 
@@ -176,6 +177,17 @@ class RecoverTest(LeaseTestCase):
                           if name.endswith('.lock')])
         self.another_invocation()
         self.assertEqual(REFUSED, self.state(change_id)[0])
+
+    def test_a_single_server_lease_needs_no_row_nor_thread(self):
+        # The row and its renewing thread are for the other nodes of a
+        # Galera cluster; a run without them forks its reader process.
+        threads = threading.active_count()
+        run_id = self.store.start_run('heal', 'nova-heal request-specs', {})
+        self.addCleanup(self.store.release, run_id)
+        self.assertEqual(threads, threading.active_count())
+        with self.store.engine.connect() as conn:
+            self.assertEqual([], conn.execute(
+                sa.select(audit_store.schema.leases)).all())
 
 
 class ResolveTest(LeaseTestCase):
