@@ -380,7 +380,7 @@ class RobustnessRunTest(fixtures.DeploymentTestCase):
 
         with guard.guarded_pass():
             result, exc = guard.call(self.heal, '--format', 'json',
-                                     seconds=RUN_SECONDS)
+                                     seconds=RUN_SECONDS, wall_clock=True)
         after = self.spec_texts()
         problems = []
         if exc is not None:

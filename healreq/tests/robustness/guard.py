@@ -20,8 +20,9 @@ import traceback
 
 from healreq.tests.robustness import corpus
 
-# Seconds one call may take before it counts as a hang (documents take
-# milliseconds), and the memory a pass may add to the process before
+# Seconds of CPU one call may use before it counts as a hang (documents
+# take milliseconds; CPU time, so that a loaded machine does not make a
+# slow call a hang), and the memory a pass may add to the process before
 # allocations fail (a MemoryError then counts as a crash instead of
 # exhausting the machine).
 DEADLINE = 1.0
@@ -29,7 +30,7 @@ MEMORY_HEADROOM = 256 << 20
 
 
 class Deadline(BaseException):
-    """A call ran out of time (raised from SIGALRM)."""
+    """A call ran out of time (raised from SIGPROF or SIGALRM)."""
 
 
 def _expire(signum, frame):
@@ -53,30 +54,36 @@ def guarded_pass():
             if bound != resource.RLIM_INFINITY:
                 limit = min(limit, bound)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    previous = signal.signal(signal.SIGALRM, _expire)
+    previous = {number: signal.signal(number, _expire)
+                for number in (signal.SIGPROF, signal.SIGALRM)}
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for timer in (signal.ITIMER_PROF, signal.ITIMER_REAL):
+            signal.setitimer(timer, 0)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if saved_limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, saved_limit)
 
 
-def call(function, *args, seconds=DEADLINE):
+def call(function, *args, seconds=DEADLINE, wall_clock=False):
     """``(result, None)`` or ``(None, exception)``, within ``seconds``.
 
-    Only usable inside ``guarded_pass``.
+    Seconds of the process's CPU time, or with ``wall_clock`` of real
+    time (for a call that waits on databases). Only usable inside
+    ``guarded_pass``.
     """
+    timer = signal.ITIMER_REAL if wall_clock else signal.ITIMER_PROF
     result = error = None
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(timer, seconds)
         try:
             result = function(*args)
         except (Exception, Deadline) as exc:
             error = exc
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(timer, 0)
     except Deadline as exc:
         # Expired while a long C call (which does not look at signals)
         # was ending: still a call that ran out of time.
