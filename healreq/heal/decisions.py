@@ -39,6 +39,10 @@ from healreq.objects import versions
 FORCEABLE_SKIPS = frozenset(['migration-in-progress', 'recently-updated',
                              'no-host'])
 
+# The fields a persisted internal hint drifts (internal-hint-persisted).
+INTERNAL_HINT_FIELDS = frozenset(['scheduler_hints', 'force_hosts',
+                                  'force_nodes'])
+
 # Flavor mirrors kept on the instances row (Instance._set_instance_info).
 _MIRRORED_SIZES = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb')
 
@@ -165,7 +169,8 @@ def evaluate(record, cell, now, settings, profile=None):
         if replacements:
             if not profile.named:
                 _check_no_downgrade(spec, replacements, version)
-            new_spec = spec.with_fields(replacements, version)
+            new_spec = spec.with_fields(
+                replacements, version, field_checks.UNRECORDED_RESETS)
     except field_checks.DerivationError as exc:
         finding.status, finding.reason, finding.detail = (
             Status.ERROR, exc.reason, exc.detail)
@@ -502,6 +507,12 @@ def _likely_cause(spec, current, record, changes):
     if flavor_cause is not None:
         return flavor_cause
     fields = {change.field for change in changes}
+    if fields & INTERNAL_HINT_FIELDS:
+        return ('internal-hint-persisted', 'the spec holds Nova\'s internal '
+                'scheduler hints (%s): every later move is then scheduled as '
+                'a rebuild, which claims nothing in Placement'
+                % ', '.join(field_checks.internal_hints(
+                    spec.data.get('scheduler_hints'))))
     if 'instance_group' in fields and not record.groups:
         return ('group-without-uuid', 'the spec holds a server group '
                 'without uuid or group hint, which Nova cannot load, and '

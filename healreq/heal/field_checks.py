@@ -43,7 +43,8 @@ from healreq.objects import versions
 from healreq import releases
 
 FIELD_NAMES = ('flavor', 'image', 'numa_topology', 'pci_requests', 'is_bfv',
-               'project_id', 'user_id', 'availability_zone', 'instance_group')
+               'project_id', 'user_id', 'availability_zone', 'instance_group',
+               'scheduler_hints', 'force_hosts', 'force_nodes')
 
 # Which instance records each field is derived from (what to read).
 NEEDS_SYSTEM_METADATA = frozenset(['image', 'numa_topology'])
@@ -63,6 +64,24 @@ DEFAULT_ZONE = conf.option('DEFAULT', 'default_availability_zone').default
 
 # System metadata keys of image properties (utils.SM_IMAGE_PROP_PREFIX).
 _IMAGE_PREFIX = 'image_'
+
+# Scheduler hints whose keys start so are Nova's own, never a user's:
+# Nova never persists one legitimately.
+INTERNAL_HINT_PREFIX = '_nova'
+
+# The internal hint a rebuild with a new image adds, with the instance's
+# host and node as forced destinations (scheduler utils'
+# request_is_rebuild tests exactly this value).
+REBUILD_HINT = '_nova_check_type'
+REBUILD_HINT_VALUE = ['rebuild']
+
+# Fields checked whenever another one is: the forced destinations are
+# judged by the rebuild hint, so they are never left behind without it.
+COMPANION_FIELDS = {'scheduler_hints': ('force_hosts', 'force_nodes')}
+
+# Fields whose reset Nova does not record in the spec's change list
+# (RequestSpec.reset_forced_destinations resets their changes).
+UNRECORDED_RESETS = frozenset(['force_hosts', 'force_nodes'])
 
 # RequestSpec version that added a field (1.0 when absent).
 _SPEC_FIELD_ADDED = {'user_id': (1, 9), 'is_bfv': (1, 11)}
@@ -738,6 +757,70 @@ def _group_label(group):
                                  group['name'], group['uuid'])
 
 
+def check_scheduler_hints(spec, inputs, profile):
+    """Internal ``_nova*`` hints persisted in the spec: removed.
+
+    Nova adds them per request only (a rebuild's ``_nova_check_type``),
+    and before Nova 34 a user could send one at boot; persisted, they
+    make every later move a rebuild to the scheduler, which then claims
+    nothing in Placement. Every other hint is kept as stored.
+    """
+    hints = spec.data.get('scheduler_hints')
+    internal = internal_hints(hints)
+    if not internal:
+        return None
+    kept = {key: value for key, value in hints.items()
+            if key not in internal}
+    return (FieldChange('scheduler_hints', _hints_label(hints, internal),
+                        'removed'), {'scheduler_hints': kept})
+
+
+def internal_hints(hints):
+    """The keys of ``hints`` that are Nova's own, sorted."""
+    if not isinstance(hints, dict):
+        return []
+    return sorted(key for key in hints
+                  if isinstance(key, str)
+                  and key.startswith(INTERNAL_HINT_PREFIX))
+
+
+def _hints_label(hints, keys):
+    return ', '.join('%s=%s' % (key, primitive.short(hints[key]))
+                     for key in keys)
+
+
+def rebuild_hint_persisted(spec):
+    """Whether the spec holds the hint of a rebuild with a new image."""
+    hints = spec.data.get('scheduler_hints')
+    return (isinstance(hints, dict)
+            and hints.get(REBUILD_HINT) == REBUILD_HINT_VALUE)
+
+
+def _check_forced(field):
+    """The check of a forced destination persisted by a rebuild.
+
+    The rebuild path forces the instance's host and node and Nova saved
+    them with its hint; they are reset as Nova's
+    reset_forced_destinations resets them (null). Forced destinations
+    without that hint are a user's request at boot: left alone.
+    """
+    def check(spec, inputs, profile):
+        value = spec.data.get(field)
+        if not value or not rebuild_hint_persisted(spec):
+            return None
+        return (FieldChange(field, primitive.short(value), 'None'),
+                {field: None})
+    return check
+
+
+def checked_with_companions(field_names):
+    """``field_names`` and the fields checked along with them."""
+    checked = set(field_names)
+    for name in field_names:
+        checked.update(COMPANION_FIELDS.get(name, ()))
+    return checked
+
+
 _CHECKS = {
     'flavor': check_flavor,
     'image': check_image,
@@ -748,6 +831,9 @@ _CHECKS = {
     'user_id': _check_owner('user_id'),
     'availability_zone': check_availability_zone,
     'instance_group': check_instance_group,
+    'scheduler_hints': check_scheduler_hints,
+    'force_hosts': _check_forced('force_hosts'),
+    'force_nodes': _check_forced('force_nodes'),
 }
 
 
@@ -761,8 +847,9 @@ def compare(field_names, spec, inputs, profile):
     changes = []
     replacements = {}
     spec_version = spec.document[primitive.VERSION]
+    checked = checked_with_companions(field_names)
     for name in FIELD_NAMES:
-        if name not in field_names:
+        if name not in checked:
             continue
         try:
             result = _CHECKS[name](spec, inputs, profile)
@@ -778,5 +865,31 @@ def compare(field_names, spec, inputs, profile):
         if primitive.parse_version(needed, 'spec') > primitive.parse_version(
                 spec_version, 'spec'):
             spec_version = needed
-        replacements.update(healed)
+        _merge(replacements, healed, spec.data)
     return changes, replacements, spec_version
+
+
+def _merge(replacements, healed, stored):
+    """Add a check's values to those of the checks before it.
+
+    Two checks may edit one dictionary (the scheduler hints): the later
+    edit, taken relative to the stored value, applies on the earlier.
+    """
+    for name, value in healed.items():
+        earlier = replacements.get(name)
+        before = stored.get(name)
+        if isinstance(earlier, dict) and isinstance(value, dict):
+            value = _combined(before if isinstance(before, dict) else {},
+                              earlier, value)
+        replacements[name] = value
+
+
+def _combined(stored, earlier, later):
+    result = dict(earlier)
+    for key in stored:
+        if key not in later:
+            result.pop(key, None)
+    for key, value in later.items():
+        if key not in stored or stored[key] != value:
+            result[key] = value
+    return result

@@ -67,6 +67,15 @@ REASONS = {
             'later move is filtered back to the pin. Rewritten only as '
             '--az-policy says (repin, unpin); with report it counts as '
             'drift and nothing is written',
+        'internal-hint-persisted':
+            'the spec holds scheduler hints that are Nova\'s own '
+            '(_nova*), persisted by a rebuild with a new image of a spec '
+            'saved again on the way (one without is_bfv, from before '
+            'Rocky), or sent by a user at boot before Nova 34: every later '
+            'move is then scheduled as a rebuild, which skips Placement and '
+            'claims nothing on the destination. The internal hints are '
+            'removed, every other hint kept; forced hosts and nodes stored '
+            'with a rebuild\'s hint are reset (null) as Nova resets them',
         'spec-missing':
             'the instance had no request_specs row; with --create-missing '
             'one is built from the instance record as Nova builds one from '

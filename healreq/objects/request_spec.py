@@ -63,17 +63,38 @@ class RequestSpecDocument(object):
             self._named_group = group_obj.named(self.data)
         return self._named_group
 
-    def with_fields(self, replacements, version=None):
+    def with_fields(self, replacements, version=None, unrecorded=()):
         """Serialise a copy of the document with some data fields replaced.
 
         ``replacements`` maps RequestSpec field names to new values;
         ``version``, if given, is the RequestSpec version to stamp (when a
-        field that the stored version lacks is added).
+        field that the stored version lacks is added); ``unrecorded``
+        names replaced fields to take out of the change list, as Nova
+        does when it resets a field without recording the change.
         """
         data = dict(self.data)
         data.update(replacements)
         document = dict(self.document)
         document[primitive.DATA] = data
+        _unrecord(document, [name for name in unrecorded
+                             if name in replacements])
         if version is not None:
             document[primitive.VERSION] = version
         return primitive.dump_json(document)
+
+
+def _unrecord(document, names):
+    """Take ``names`` out of the document's change list.
+
+    Nova writes no change list when nothing is left in it.
+    """
+    changes = document.get(primitive.CHANGES)
+    if not names or not isinstance(changes, list):
+        return
+    left = [name for name in changes if name not in names]
+    if len(left) == len(changes):
+        return
+    if left:
+        document[primitive.CHANGES] = left
+    else:
+        del document[primitive.CHANGES]

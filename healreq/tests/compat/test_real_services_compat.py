@@ -516,6 +516,96 @@ class DeletedGroupTest(_Services):
         self.heal_leaves_both()
 
 
+class RebuildHintTest(_Services):
+    """A rebuild with a new image saves its internal hint and forced host.
+
+    The spec of ``server`` and of ``moved`` lacks is_bfv (as specs from
+    before Rocky do): the conductor's is_bfv heal then saves the spec the
+    rebuild sent, with ``_nova_check_type`` and the forced host and
+    node. The twin's spec keeps is_bfv, and its rebuild saves nothing.
+    """
+
+    weights = {'host1': 100, 'host2': 10}
+    IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
+    NEW_IMAGE = 'a2459075-d96c-40d5-893e-577ff92e721c'
+    HINTS = {'rack': ['r1']}
+
+    def setUp(self):
+        super().setUp()
+        self.start_computes('host1', 'host2')
+        self.server, self.moved, self.twin = [
+            self._rebuilt(name, legacy=name != 'twin')
+            for name in ('server', 'moved', 'twin')]
+
+    def _rebuilt(self, name, legacy):
+        server = self._wait_for_state_change(self.api.post_server({
+            'server': self._build_server(name=name, image_uuid=self.IMAGE,
+                                         networks='none'),
+            'os:scheduler_hints': self.HINTS}), 'ACTIVE')
+        self.assertEqual('host1', server['OS-EXT-SRV-ATTR:host'])
+        if legacy:
+            self.drop_is_bfv(server)
+        return self._rebuild_server(server, self.NEW_IMAGE)
+
+    def drop_is_bfv(self, server):
+        t = tables.request_specs
+        with self.api_engine.begin() as conn:
+            spec = json.loads(conn.execute(sa.select(t.c.spec).where(
+                t.c.instance_uuid == server['id'])).scalar())
+            del spec[DATA]['is_bfv']
+            conn.execute(t.update().where(
+                t.c.instance_uuid == server['id']).values(
+                spec=json.dumps(spec)))
+
+    def allocated_hosts(self, server):
+        """The hosts whose providers hold ``server``'s allocations."""
+        providers = self._get_allocations_by_server_uuid(server['id'])
+        return sorted(host for host in ('host1', 'host2')
+                      if self._get_provider_uuid_by_host(host) in providers)
+
+    def test_moves_claim_the_destination_after_heal(self):
+        for server in (self.server, self.moved):
+            stored = self.spec(server)
+            self.assertEqual(
+                (dict(self.HINTS, _nova_check_type=['rebuild']), ['host1'],
+                 ['host1']),
+                (stored['scheduler_hints'], stored['force_hosts'],
+                 stored['force_nodes']))
+        twin = self.spec(self.twin)
+        self.assertEqual((self.HINTS, None, None), (
+            twin['scheduler_hints'], twin['force_hosts'],
+            twin['force_nodes']))
+        # Before: consistent to the old code; a cold migration succeeds
+        # and claims nothing: the instance has no allocations at all.
+        server = self._confirm_resize(self._migrate_server(self.moved))
+        self.assertEqual('host2', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([], self.allocated_hosts(server))
+
+        reason = ('healed', 'internal-hint-persisted')
+        self.assertEqual({self.server['id']: reason,
+                          self.moved['id']: reason}, self.heal_ok())
+        healed = self.spec(self.server)
+        self.assertEqual((self.HINTS, None, None), (
+            healed['scheduler_hints'], healed['force_hosts'],
+            healed['force_nodes']))
+        self.assertEqual(4, self.heal()[0])
+
+        # After: each move claims its destination, as the twin's does.
+        for server in (self.server, self.twin):
+            server = self._confirm_resize(self._migrate_server(server))
+            self.assertEqual(('host2', ['host2']), (
+                server['OS-EXT-SRV-ATTR:host'],
+                self.allocated_hosts(server)))
+            self.assertFlavorMatchesAllocation(
+                server['flavor'] if 'vcpus' in server['flavor'] else
+                self.api.get_flavor(server['flavor']['id']), server['id'],
+                self._get_provider_uuid_by_host('host2'))
+            server = self._live_migrate(server)
+            self.assertEqual(('host1', ['host1']), (
+                server['OS-EXT-SRV-ATTR:host'],
+                self.allocated_hosts(server)))
+
+
 class FrameworkTest(testtools.TestCase):
 
     def test_framework_imports(self):
@@ -532,7 +622,8 @@ def load_tests(loader, tests, pattern):
     suite = unittest.TestSuite()
     if _Base is not object:
         for case in (AvailabilityZoneTest, ServerGroupTest,
-                     RecreatedSpecTest, DeletedGroupTest):
+                     RecreatedSpecTest, DeletedGroupTest,
+                     RebuildHintTest):
             suite.addTests(loader.loadTestsFromTestCase(case))
     elif _import_error is not None and base.REQUIRE_NOVA:
         suite.addTests(loader.loadTestsFromTestCase(FrameworkTest))
