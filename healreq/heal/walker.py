@@ -235,7 +235,8 @@ class Walker(object):
         if self.options.instance_uuid:
             found = records.read_instance(self.context.api_engine, engine,
                                           self.options.instance_uuid,
-                                          checked)
+                                          checked,
+                                          self.context.hinted_instances)
             if not found:
                 self._process_elsewhere(cell, sink, log)
                 return
@@ -250,8 +251,9 @@ class Walker(object):
             pages = iter(pages)
             page = next(pages, None)
             while page is not None:
-                batch = records.assemble_records(self.context.api_engine,
-                                                 page, fields)
+                batch = records.assemble_records(
+                    self.context.api_engine, page, fields,
+                    self.context.hinted_instances)
                 begun = self._begin_batch(cell, engine, batch)
                 # The next page is received while the database reads this
                 # batch's instances to write again.
@@ -312,7 +314,8 @@ class Walker(object):
                 engine = self.context.cell_engine(cell)
                 found = records.read_instance(
                     self.context.api_engine, engine, uuid,
-                    self.options.settings.read_fields)
+                    self.options.settings.read_fields,
+                    self.context.hinted_instances)
             except exception.DB_ERRORS + (exception.CellDatabaseError,):
                 self.context.release(cell)
                 continue
