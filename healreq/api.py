@@ -134,10 +134,11 @@ def exit_code_for(report):
 
 
 def settings(conf, force=False, checked_fields=None,
-             az_policy=field_checks.AZ_REPORT, create_missing=False):
+             az_policy=field_checks.AZ_REPORT, create_missing=False,
+             hint_policy=field_checks.HINT_REPORT):
     """The per-instance decision settings from configuration."""
     values = dict(skip_updated_within=conf.healreq.skip_updated_within,
-                  force=force, az_policy=az_policy,
+                  force=force, az_policy=az_policy, hint_policy=hint_policy,
                   create_missing=create_missing,
                   default_zone=conf.default_availability_zone)
     if checked_fields is not None:
@@ -530,6 +531,7 @@ def _filters(options):
             'max_rate': options.max_rate,
             'fields': list(options.settings.checked_fields),
             'az_policy': options.settings.az_policy,
+            'hint_policy': options.settings.hint_policy,
             'create_missing': options.settings.create_missing}
 
 

@@ -64,12 +64,14 @@ MEANINGS = {
     ExitCode.HEALED: Meaning(
         'drift found and healed (with --dry-run: found, would be healed), '
         'or drift found that is only reported and never written (a zone '
-        'pin under --az-policy report, listed in reported_only)',
+        'pin under --az-policy report, a same_host hint under '
+        '--hint-policy report, listed in reported_only)',
         'After a dry run: review, then heal. After a heal: verify with a '
         'dry run (exit %d). Report-only drift keeps the verification at '
-        '%d until the pin is rewritten (--az-policy repin or unpin); a '
-        'verification that should not judge pins leaves '
-        'availability_zone out of --fields.'
+        '%d until the pin is rewritten (--az-policy repin or unpin), '
+        'and a same_host hint until it is pruned (--hint-policy prune); a '
+        'verification that should not judge them leaves '
+        'availability_zone or scheduler_hints out of --fields.'
         % (ExitCode.NOTHING_TO_HEAL, ExitCode.HEALED)),
     ExitCode.MAX_COUNT_REACHED: Meaning(
         '--max-count reached and more instances remain to be processed',

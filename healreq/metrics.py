@@ -59,7 +59,8 @@ def render(report, exit_code, duration, finished_at, dry_run):
         report, 'reported_only_by_field',
         lambda finding: finding.reported_only,
         'Instances whose spec field drifted and was only reported, never '
-        'written (a zone pin under --az-policy report), in the last run; '
+        'written (a zone pin under --az-policy report, a same_host hint '
+        'under --hint-policy report), in the last run; '
         'drift_by_field counts them too.')
     metric = '%s_cell_failed' % _PREFIX
     lines.append('# HELP %s 1 if the cell could not be processed.' % metric)

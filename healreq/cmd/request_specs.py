@@ -110,6 +110,17 @@ def _add_selection_options(parser):
                              'other drifted fields are healed, note '
                              'az-pin-left), repin it to the instance\'s '
                              'current zone, or unpin it (null).')
+    parser.add_argument('--hint-policy', choices=field_checks.HINT_POLICIES,
+                        default=field_checks.HINT_REPORT,
+                        help='What to do with a same_host scheduler hint '
+                             'that names instances which no longer exist '
+                             'in any cell (same-host-gone): report it '
+                             '(default; it counts as drift and is listed '
+                             'in reported_only, the hint is not rewritten, '
+                             'other drifted fields are healed, note '
+                             'same-host-left), or prune the gone uuids '
+                             'from same_host (the key goes when none is '
+                             'left; every other hint stays as it is).')
     parser.add_argument('--create-missing', action='store_true',
                         help='Recreate the request spec of an instance '
                              'that has none, from its instance record, as '
@@ -216,6 +227,7 @@ def _options(conf):
         service_down_time=conf.service_down_time,
         settings=api.settings(conf, command.force, checked,
                               az_policy=command.az_policy,
+                              hint_policy=command.hint_policy,
                               create_missing=command.create_missing))
 
 

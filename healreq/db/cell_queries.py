@@ -63,6 +63,8 @@ def _statements():
             i.c.deleted == 0, i.c.id > sa.bindparam('after_id')).order_by(
             i.c.id).limit(sa.bindparam('limit')),
         instances=instance.where(i.c.uuid.in_(_uuids())),
+        live_uuids=sa.select(i.c.uuid).where(
+            i.c.deleted == 0, i.c.uuid.in_(_uuids())),
         count=sa.select(sa.func.count()).select_from(i).where(
             i.c.deleted == 0),
         after=sa.select(i.c.id).where(
@@ -113,6 +115,12 @@ def get_instance_page(conn, after_id, limit):
 def get_instances(conn, instance_uuids):
     """Instances (live or deleted) by uuid."""
     return rows.keyed(_by_uuids(conn, 'instances', instance_uuids), 'uuid')
+
+
+def get_live_uuids(conn, instance_uuids):
+    """Those of ``instance_uuids`` that are live instances of the cell."""
+    return {row.uuid for row in _by_uuids(conn, 'live_uuids',
+                                          sorted(instance_uuids))}
 
 
 def count_live_instances(conn):

@@ -57,6 +57,8 @@ class RunContext(object):
         self._cells = None
         self._engines = {}
         self._lock = threading.Lock()
+        self.hinted_instances = records.HintedInstances(
+            api_engine, self.cells, self.cell_engine)
 
     def cells(self):
         """Every cell mapping, ordered by id (read once)."""

@@ -39,9 +39,9 @@ from healreq.objects import versions
 FORCEABLE_SKIPS = frozenset(['migration-in-progress', 'recently-updated',
                              'no-host'])
 
-# The fields a persisted internal hint drifts (internal-hint-persisted).
-INTERNAL_HINT_FIELDS = frozenset(['scheduler_hints', 'force_hosts',
-                                  'force_nodes'])
+# The forced destinations a rebuild persists with its internal hint
+# (internal-hint-persisted).
+FORCED_FIELDS = frozenset(['force_hosts', 'force_nodes'])
 
 # Flavor mirrors kept on the instances row (Instance._set_instance_info).
 _MIRRORED_SIZES = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb')
@@ -73,6 +73,11 @@ class InstanceRecord:
     host_zones: list = dataclasses.field(default_factory=list)
     zones: frozenset = frozenset()
     hostless_zones: frozenset = frozenset()
+    # Of the instance uuids the batch's scheduler hints name: those gone
+    # from every cell, and those only unreadable cells may hold (uuid ->
+    # the uuids of those cells).
+    gone_instances: frozenset = frozenset()
+    unverified_instances: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -84,6 +89,8 @@ class Settings:
     az_policy: str = field_checks.AZ_REPORT
     create_missing: bool = False
     default_zone: str = field_checks.DEFAULT_ZONE
+    # --hint-policy.
+    hint_policy: str = field_checks.HINT_REPORT
 
     @property
     def read_fields(self):
@@ -99,7 +106,8 @@ class Settings:
 
 # The settings that change what a heal derives, each with the values it
 # takes: a plan records them, and apply derives under them again.
-POLICIES = {'az_policy': field_checks.AZ_POLICIES}
+POLICIES = {'az_policy': field_checks.AZ_POLICIES,
+            'hint_policy': field_checks.HINT_POLICIES}
 
 
 @dataclasses.dataclass
@@ -186,14 +194,27 @@ def evaluate(record, cell, now, settings, profile=None):
     finding.changes = changes
     finding.reason, finding.detail = _likely_cause(spec, current, record,
                                                    changes)
-    if finding.reported_only and finding.rewritten:
+    if 'availability_zone' in finding.reported_only and finding.rewritten:
         finding.notes.append(_pin_left(changes))
+    if 'scheduler_hints' in finding.reported_only and finding.rewritten:
+        finding.notes.append(_same_host_left(spec, record, changes))
     return Evaluation(finding, new_spec)
+
+
+def _same_host_left(spec, record, changes):
+    """The note of a same_host hint left as it is, other fields healed."""
+    gone = field_checks.gone_same_host(spec, record.gone_instances)
+    return Note('same-host-left', (
+        'the same_host hint names %s, gone (same-host-gone), and is left '
+        'as --hint-policy report says; only %s %s healed'
+        % (', '.join(gone), ', '.join(c.field for c in changes
+                                      if c.rewritten),
+           'is' if sum(c.rewritten for c in changes) == 1 else 'are')))
 
 
 def _pin_left(changes):
     """The note of a pin left as it is while other fields are healed."""
-    pin = next(c for c in changes if not c.rewritten)
+    pin = next(c for c in changes if c.field == 'availability_zone')
     return Note('az-pin-left', (
         'the pin %s differs from the instance\'s zone (az-pin-differs) '
         'and is left as --az-policy report says; only %s %s healed'
@@ -220,6 +241,8 @@ def _spec_notes(spec, inputs, settings):
     notes = []
     if 'availability_zone' in settings.checked_fields:
         notes.extend(field_checks.zone_notes(spec, inputs))
+    if 'scheduler_hints' in settings.checked_fields:
+        notes.extend(field_checks.hint_notes(spec, inputs))
     return notes
 
 
@@ -245,7 +268,10 @@ def _inputs(record, current, settings, release, checked_fields=None):
         groups=tuple(record.groups), known_groups=record.known_groups,
         host_zones=tuple(record.host_zones), zones=record.zones,
         hostless_zones=record.hostless_zones,
-        default_zone=settings.default_zone, az_policy=settings.az_policy)
+        default_zone=settings.default_zone, az_policy=settings.az_policy,
+        gone_instances=record.gone_instances,
+        unverified_instances=record.unverified_instances,
+        hint_policy=settings.hint_policy)
 
 
 def _system_metadata(rows):
@@ -507,12 +533,12 @@ def _likely_cause(spec, current, record, changes):
     if flavor_cause is not None:
         return flavor_cause
     fields = {change.field for change in changes}
-    if fields & INTERNAL_HINT_FIELDS:
+    internal = field_checks.internal_hints(spec.data.get('scheduler_hints'))
+    if internal and 'scheduler_hints' in fields or fields & FORCED_FIELDS:
         return ('internal-hint-persisted', 'the spec holds Nova\'s internal '
                 'scheduler hints (%s): every later move is then scheduled as '
                 'a rebuild, which claims nothing in Placement'
-                % ', '.join(field_checks.internal_hints(
-                    spec.data.get('scheduler_hints'))))
+                % ', '.join(internal))
     if 'instance_group' in fields and not record.groups:
         return ('group-without-uuid', 'the spec holds a server group '
                 'without uuid or group hint, which Nova cannot load, and '
@@ -525,7 +551,24 @@ def _likely_cause(spec, current, record, changes):
         return ('az-pin-differs', 'the pinned zone is not the zone the '
                 'instance is in (a forced live migration or evacuation '
                 'moved it); every move is filtered back to the pin')
+    if fields == {'scheduler_hints'}:
+        return _same_host_gone(spec, record)
     return 'spec-drift', 'the spec disagrees with the instance record'
+
+
+def _same_host_gone(spec, record):
+    """The reason of a same_host hint naming instances that are gone."""
+    gone = field_checks.gone_same_host(spec, record.gone_instances)
+    named = field_checks.hinted_instances(spec.data.get('scheduler_hints'),
+                                          field_checks.SAME_HOST)
+    if set(named) <= set(gone):
+        effect = ('SameHostFilter then passes no host: every move fails '
+                  'with NoValidHost')
+    else:
+        effect = ('SameHostFilter passes only the hosts of the others it '
+                  'names')
+    return ('same-host-gone', 'the same_host hint names %s, which no '
+            'longer exist in any cell; %s' % (', '.join(gone), effect))
 
 
 def _flavor_cause(spec, current, record):

@@ -51,12 +51,24 @@ NEEDS_SYSTEM_METADATA = frozenset(['image', 'numa_topology'])
 NEEDS_BLOCK_DEVICES = frozenset(['is_bfv'])
 NEEDS_GROUPS = frozenset(['instance_group'])
 NEEDS_ZONES = frozenset(['availability_zone'])
+NEEDS_HINTED_INSTANCES = frozenset(['scheduler_hints'])
 
 # What --az-policy does with a pin that no longer matches the instance.
 AZ_REPORT = 'report'
 AZ_REPIN = 'repin'
 AZ_UNPIN = 'unpin'
 AZ_POLICIES = (AZ_REPORT, AZ_REPIN, AZ_UNPIN)
+
+# What --hint-policy does with a same_host hint naming instances that no
+# longer exist: the user asked for it, so it is only reported by default.
+HINT_REPORT = 'report'
+HINT_PRUNE = 'prune'
+HINT_POLICIES = (HINT_REPORT, HINT_PRUNE)
+
+# The scheduler hints that name instances (SameHostFilter's and
+# DifferentHostFilter's).
+SAME_HOST = 'same_host'
+DIFFERENT_HOST = 'different_host'
 
 # The zone of hosts in no aggregate that names one, unless configured
 # otherwise ([DEFAULT]/default_availability_zone's default).
@@ -142,6 +154,12 @@ class Inputs:
     hostless_zones: frozenset = frozenset()
     default_zone: str = DEFAULT_ZONE
     az_policy: str = AZ_REPORT
+    # Of the instance uuids the batch's hints name: those that are no
+    # live instance in any cell, and those a cell that could not be read
+    # may hold (uuid -> the uuids of those cells).
+    gone_instances: frozenset = frozenset()
+    unverified_instances: dict = dataclasses.field(default_factory=dict)
+    hint_policy: str = HINT_REPORT
 
     def __post_init__(self):
         self._cache = {}
@@ -744,6 +762,79 @@ def named_groups(spec):
     return {uuid for uuid in (named.uuid, named.hint) if uuid}
 
 
+def hinted_instances(hints, name):
+    """The instance uuids scheduler hint ``name`` names, in its order.
+
+    Nova stores each hint as a list of strings; a lone string is read as
+    a list of one. Anything else names nothing.
+    """
+    if not isinstance(hints, dict):
+        return []
+    value = hints.get(name)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    return [uuid for uuid in value if isinstance(uuid, str)]
+
+
+def named_instances(spec):
+    """Every instance uuid a spec's same_host and different_host name."""
+    hints = spec.data.get('scheduler_hints')
+    return set(hinted_instances(hints, SAME_HOST)
+               + hinted_instances(hints, DIFFERENT_HOST))
+
+
+def gone_same_host(spec, gone_instances):
+    """The uuids of the spec's same_host hint that no longer exist."""
+    return [uuid for uuid in hinted_instances(
+        spec.data.get('scheduler_hints'), SAME_HOST)
+        if uuid in gone_instances]
+
+
+def without_gone(hints, gone):
+    """``hints`` with the ``gone`` uuids out of same_host.
+
+    The key goes when no uuid is left; every other hint is kept as it is.
+    """
+    pruned = dict(hints)
+    kept = [uuid for uuid in hinted_instances(hints, SAME_HOST)
+            if uuid not in gone]
+    if kept:
+        pruned[SAME_HOST] = kept
+    else:
+        del pruned[SAME_HOST]
+    return pruned
+
+
+def hint_notes(spec, inputs):
+    """Notes on hinted instances: unverifiable ones, gone different_host.
+
+    A uuid that a cell which could not be read may hold is never taken
+    for gone.
+    """
+    notes = []
+    hints = spec.data.get('scheduler_hints')
+    unverified = [uuid for uuid in hinted_instances(hints, SAME_HOST)
+                  if uuid in inputs.unverified_instances]
+    if unverified:
+        cells = sorted({cell for uuid in unverified
+                        for cell in inputs.unverified_instances[uuid]})
+        notes.append(Note('same-host-unverified', (
+            'the same_host hint names %s, which no cell that could be read '
+            'holds live; cell %s could not be read, so %s not taken for '
+            'gone' % (', '.join(unverified), ', '.join(cells),
+                      'it is' if len(unverified) == 1 else 'they are'))))
+    gone = [uuid for uuid in hinted_instances(hints, DIFFERENT_HOST)
+            if uuid in inputs.gone_instances]
+    if gone:
+        notes.append(Note('different-host-gone', (
+            'the different_host hint names %s, gone; DifferentHostFilter '
+            'passes every host for a gone instance, so moves are not '
+            'affected; left as it is' % ', '.join(gone))))
+    return notes
+
+
 def group_to_store(group, profile):
     try:
         return group_obj.to_primitive(group,
@@ -758,21 +849,45 @@ def _group_label(group):
 
 
 def check_scheduler_hints(spec, inputs, profile):
-    """Internal ``_nova*`` hints persisted in the spec: removed.
+    """Nova's internal hints, and a same_host hint naming gone instances.
 
-    Nova adds them per request only (a rebuild's ``_nova_check_type``),
-    and before Nova 34 a user could send one at boot; persisted, they
-    make every later move a rebuild to the scheduler, which then claims
-    nothing in Placement. Every other hint is kept as stored.
+    Internal ``_nova*`` hints are Nova's per request only (a rebuild's
+    ``_nova_check_type``; before Nova 34 a user could send one at boot);
+    persisted, they make every later move a rebuild to the scheduler,
+    which then claims nothing in Placement: they are removed.
+    SameHostFilter passes only hosts that run an instance the same_host
+    hint names: once every one is gone, every move ends in NoValidHost.
+    That hint is what the user asked for, so the uuids of gone instances
+    are removed only as --hint-policy says (prune); the key goes when
+    none is left. Every other hint is kept as stored.
     """
     hints = spec.data.get('scheduler_hints')
     internal = internal_hints(hints)
-    if not internal:
+    gone = gone_same_host(spec, inputs.gone_instances)
+    if not internal and not gone:
         return None
-    kept = {key: value for key, value in hints.items()
-            if key not in internal}
-    return (FieldChange('scheduler_hints', _hints_label(hints, internal),
-                        'removed'), {'scheduler_hints': kept})
+    prune = bool(gone) and inputs.hint_policy == HINT_PRUNE
+    before, after = [], []
+    if internal:
+        before.append(_hints_label(hints, internal))
+        after.append('removed')
+    if gone:
+        kept = [uuid for uuid in hinted_instances(hints, SAME_HOST)
+                if uuid not in gone]
+        before.append('same_host names %s, gone' % ', '.join(gone))
+        pruned = ('same_host %s' % ', '.join(kept) if kept
+                  else 'no same_host hint')
+        after.append(pruned if prune else
+                     '%s (not rewritten: --hint-policy report)' % pruned)
+    change = FieldChange('scheduler_hints', '; '.join(before),
+                         '; '.join(after), rewritten=bool(internal) or prune)
+    if not change.rewritten:
+        return change, {}
+    written = {key: value for key, value in hints.items()
+               if key not in internal}
+    if prune:
+        written = without_gone(written, gone)
+    return change, {'scheduler_hints': written}
 
 
 def internal_hints(hints):

@@ -76,6 +76,15 @@ REASONS = {
             'claims nothing on the destination. The internal hints are '
             'removed, every other hint kept; forced hosts and nodes stored '
             'with a rebuild\'s hint are reset (null) as Nova resets them',
+        'same-host-gone':
+            'the same_host scheduler hint names instances that no longer '
+            'exist in any cell (deleted, or archived with their mapping); '
+            'the detail names them. SameHostFilter passes only hosts that '
+            'run an instance the hint names, so once all are gone every '
+            'move ends in NoValidHost. Rewritten only as --hint-policy '
+            'says (prune: the gone uuids are removed, and the key when '
+            'none is left); with report it counts as drift and nothing is '
+            'written',
         'spec-missing':
             'the instance had no request_specs row; with --create-missing '
             'one is built from the instance record as Nova builds one from '
@@ -272,6 +281,20 @@ NOTES = {
         'is left as --az-policy report says, while the other drifted '
         'fields are healed: availability_zone stays in drift and in '
         'reported_only, and the next run reports the pin again',
+    'same-host-left':
+        'the same_host hint names gone instances (same-host-gone) and is '
+        'left as --hint-policy report says, while the other drifted '
+        'fields are healed: scheduler_hints stays in drift and in '
+        'reported_only, and the next run reports the hint again',
+    'same-host-unverified':
+        'the same_host hint names instances that no cell which could be '
+        'read holds live, and a cell could not be read (the detail names '
+        'it): they are not taken for gone, and nothing is written for '
+        'them',
+    'different-host-gone':
+        'the different_host hint names instances that no longer exist; '
+        'DifferentHostFilter passes every host for them, so moves are not '
+        'affected and the hint is left as it is',
     'host-az-differs':
         'the zone of the instance\'s host by its aggregates is not '
         'instances.availability_zone',

@@ -227,11 +227,13 @@ def read_api_rows(api_engine, instances, checked_fields):
             }
 
 
-def assemble_records(api_engine, page, checked_fields):
+def assemble_records(api_engine, page, checked_fields, instances=None):
     """The InstanceRecords of PageRows ``page``, their specs parsed.
 
     A spec naming a group that no membership row names is looked up in
-    ``api_engine``, in one query for the page (rarely any).
+    ``api_engine``, in one query for the page (rarely any). The instances
+    the page's scheduler hints name are looked up by ``instances`` (a
+    HintedInstances; None: every one is taken for live).
     """
     mappings, specs, groups, zones = (
         page.api_rows[name] for name in ('mappings', 'specs', 'groups',
@@ -252,7 +254,69 @@ def assemble_records(api_engine, page, checked_fields):
         records.append(record)
     if set(checked_fields) & field_checks.NEEDS_GROUPS:
         _learn_known_groups(api_engine, records)
+    if (instances is not None
+            and set(checked_fields) & field_checks.NEEDS_HINTED_INSTANCES):
+        instances.learn(records)
     return records
+
+
+class HintedInstances(object):
+    """Which instances that scheduler hints name are gone from every cell.
+
+    ``cells()`` gives every cell mapping, cell0 included;
+    ``cell_engine(cell)`` the engine of a cell's database
+    (CellDatabaseError if unusable), owned by the caller. A batch costs
+    one query of the API database and one per cell read, for all the
+    uuids its hints name together: the cells their mappings name first,
+    then, for those none of these holds live, every other cell (an
+    archived instance has no mapping, and a mapping may be wrong).
+    """
+
+    def __init__(self, api_engine, cells, cell_engine):
+        self.api_engine = api_engine
+        self.cells = cells
+        self.cell_engine = cell_engine
+
+    def learn(self, records):
+        """Set gone_instances and unverified_instances on ``records``."""
+        named = set()
+        for record in records:
+            if record.spec is not None:
+                named.update(field_checks.named_instances(record.spec))
+        named -= {record.instance['uuid'] for record in records
+                  if not record.instance['deleted']}
+        gone, unverified = self.find(named) if named else (frozenset(), {})
+        for record in records:
+            record.gone_instances = gone
+            record.unverified_instances = unverified
+
+    def find(self, uuids):
+        """``(gone, unverified)`` of ``uuids``.
+
+        ``gone``: the uuids no cell holds as a live instance, every cell
+        read; ``unverified``: uuid -> the uuids of the cells that could
+        not be read, for those no readable cell holds live.
+        """
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.api_engine.connect() as conn:
+                mappings = api_queries.get_instance_mappings(conn, uuids)
+        mapped_cells = {mapping['cell_id'] for mapping in mappings.values()}
+        ordered = sorted(self.cells(),
+                         key=lambda cell: cell['id'] not in mapped_cells)
+        missing = set(uuids)
+        unreadable = []
+        for cell in ordered:
+            if not missing:
+                break
+            try:
+                with self.cell_engine(cell).connect() as conn:
+                    missing -= cell_queries.get_live_uuids(conn, missing)
+            except exception.DB_ERRORS + (exception.CellDatabaseError,):
+                unreadable.append(cell['uuid'])
+        if unreadable:
+            return frozenset(), {uuid: tuple(unreadable)
+                                 for uuid in missing}
+        return frozenset(missing), {}
 
 
 def _zones(conn, instances):
@@ -311,15 +375,19 @@ def read_batch_rows(conn, uuids, checked_fields):
     return rows, failed
 
 
-def read_instance(api_engine, cell_engine, instance_uuid, checked_fields):
-    """The records of one instance (live or not), or []."""
+def read_instance(api_engine, cell_engine, instance_uuid, checked_fields,
+                  instances=None):
+    """The records of one instance (live or not), or [].
+
+    ``instances`` is as assemble_records'.
+    """
     with engines.synced_reads(cell_engine) as conn:
         found = cell_queries.get_instances(conn, [instance_uuid])
         if not found:
             return []
         page = read_page(conn, api_engine, list(found.values()),
                          checked_fields)
-    return assemble_records(api_engine, page, checked_fields)
+    return assemble_records(api_engine, page, checked_fields, instances)
 
 
 def reread(cell_engine, records, checked_fields):

@@ -249,7 +249,7 @@ class Replayer(object):
         try:
             found = records.read_instance(
                 self.context.api_engine, self.context.cell_engine(cell),
-                change.instance_uuid, fields)
+                change.instance_uuid, fields, self.context.hinted_instances)
         except exception.DB_ERRORS as exc:
             return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
                                        str(records.cell_error(cell, exc)))

@@ -233,7 +233,8 @@ class Walker(object):
         if self.options.instance_uuid:
             found = records.read_instance(self.context.api_engine, engine,
                                           self.options.instance_uuid,
-                                          checked)
+                                          checked,
+                                          self.context.hinted_instances)
             if not found:
                 self._process_elsewhere(cell, sink, log)
                 return
@@ -248,8 +249,9 @@ class Walker(object):
             pages = iter(pages)
             page = next(pages, None)
             while page is not None:
-                batch = records.assemble_records(self.context.api_engine,
-                                                 page, fields)
+                batch = records.assemble_records(
+                    self.context.api_engine, page, fields,
+                    self.context.hinted_instances)
                 begun = self._begin_batch(cell, engine, batch)
                 # The next page is received while the database reads this
                 # batch's instances to write again.
@@ -310,7 +312,8 @@ class Walker(object):
                 engine = self.context.cell_engine(cell)
                 found = records.read_instance(
                     self.context.api_engine, engine, uuid,
-                    self.options.settings.read_fields)
+                    self.options.settings.read_fields,
+                    self.context.hinted_instances)
             except exception.DB_ERRORS + (exception.CellDatabaseError,):
                 self.context.release(cell)
                 continue

@@ -606,6 +606,57 @@ class RebuildHintTest(_Services):
                 self.allocated_hosts(server)))
 
 
+class GoneSameHostTest(_Services):
+    """A server booted next to another (same_host) that was deleted.
+
+    SameHostFilter passes only the hosts that run an instance the hint
+    names: with it deleted, every move of the server ends in NoValidHost
+    until the hint is pruned.
+    """
+
+    def setUp(self):
+        self.flags(enabled_filters=[
+            'ComputeFilter', 'ComputeCapabilitiesFilter',
+            'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+            'ServerGroupAffinityFilter', 'SameHostFilter',
+            'DifferentHostFilter'], group='filter_scheduler')
+        super().setUp()
+        self.start_computes('host1', 'host2')
+        self.neighbour = self._create_server(name='neighbour',
+                                             networks='none')
+        self.server = self._wait_for_state_change(
+            self.admin_api.post_server({
+                'server': self._build_server(name='server',
+                                             networks='none'),
+                'os:scheduler_hints': {
+                    'same_host': [self.neighbour['id']]}}), 'ACTIVE')
+        self.host = self.server_host(self.server)
+        self.assertEqual(self.server_host(self.neighbour), self.host)
+        self._delete_server(self.neighbour)
+        self.booted = self.spec(self.server)
+
+    def test_cold_migration_fails_until_the_hint_is_pruned(self):
+        self.admin_api.post_server_action(self.server['id'],
+                                          {'migrate': None})
+        self.assertIn('NoValidHost', self.action_error(self.server,
+                                                       'migrate') or '')
+        self.assertEqual(self.host, self.server_host(self.server))
+        gone = ('drifted', 'same-host-gone')
+        code, document = self.heal('--dry-run')
+        self.assertEqual(0, code, document)
+        found = {r['instance_uuid']: (r['status'], r['reason'])
+                 for r in document['results']}
+        self.assertEqual({self.server['id']: gone}, found)
+        # By default, reported and never written.
+        self.assertEqual({self.server['id']: gone}, self.heal_ok())
+        self.assertEqual(self.booted, self.spec(self.server))
+        self.assertEqual({self.server['id']: ('healed', 'same-host-gone')},
+                         self.heal_ok('--hint-policy', 'prune'))
+        self.assertEqual({}, self.spec(self.server)['scheduler_hints'])
+        server = self._confirm_resize(self._migrate_server(self.server))
+        self.assertNotEqual(self.host, server['OS-EXT-SRV-ATTR:host'])
+
+
 class FrameworkTest(testtools.TestCase):
 
     def test_framework_imports(self):
@@ -623,7 +674,7 @@ def load_tests(loader, tests, pattern):
     if _Base is not object:
         for case in (AvailabilityZoneTest, ServerGroupTest,
                      RecreatedSpecTest, DeletedGroupTest,
-                     RebuildHintTest):
+                     RebuildHintTest, GoneSameHostTest):
             suite.addTests(loader.loadTestsFromTestCase(case))
     elif _import_error is not None and base.REQUIRE_NOVA:
         suite.addTests(loader.loadTestsFromTestCase(FrameworkTest))

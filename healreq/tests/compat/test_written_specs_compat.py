@@ -209,3 +209,66 @@ def _cells(topology):
     return ([(cell.cpuset, cell.pcpuset, cell.memory, cell.pagesize,
               cell.cpu_policy, cell.cpu_thread_policy)
              for cell in topology.cells], topology.emulator_threads_policy)
+
+
+class PrunedHintsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
+                      fixtures.DeploymentTestCase):
+    """Pruned specs load in Nova, other hints and fields unchanged."""
+
+    def _hinted(self, hints):
+        return self.deployment.add_instance(
+            self.cell1, SHARED, system_metadata=dep.image_system_metadata(
+                PROPS, min_disk=40),
+            spec_fields={'version': '%d.%d' % base.RELEASE.spec_version,
+                         'spec_image': _image(), 'scheduler_hints': hints})
+
+    def test_pruned_specs_load_with_the_other_hints_unchanged(self):
+        WrittenSpecsTest._run_release(self)
+        alive = self._hinted({})
+        gone = self.deployment.add_instance(self.cell1, SHARED, deleted=True,
+                                            queued_for_delete=True, spec=None)
+        archived = '0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e'
+        others = {'different_host': [alive], 'query': ['[">=", "$vcpus", 1]'],
+                  'build_near_host_ip': ['192.0.2.1'], 'cidr': ['/24']}
+        expected = {
+            self._hinted(dict(others, same_host=[gone])): dict(others),
+            self._hinted(dict(others, same_host=[alive, archived])):
+                dict(others, same_host=[alive]),
+            self._hinted({'same_host': [gone, archived]}): {},
+        }
+        originals = {uuid: self.deployment.spec_text(uuid)
+                     for uuid in expected}
+        result = self.heal('--format', 'json', '--hint-policy', 'prune',
+                           '--fields', 'scheduler_hints')
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        context = nova_context.get_admin_context()
+        disagreements, cases = [], 0
+        for uuid, hints in sorted(expected.items()):
+            ours, before = (objects.RequestSpec._from_db_object(
+                context, objects.RequestSpec(),
+                {'id': 1, 'instance_uuid': uuid, 'spec': text})
+                for text in (self.deployment.spec_text(uuid),
+                             originals[uuid]))
+            for field in sorted(objects.RequestSpec.fields):
+                cases += 1
+                mine = _loaded(ours, field)
+                wanted = (hints if field == 'scheduler_hints'
+                          else _loaded(before, field))
+                if mine != wanted:
+                    disagreements.append('%s %s: nova-heal %r, expected %r'
+                                         % (uuid, field, mine, wanted))
+        summary = ('same_host pruned (%s): %d rows, %d cases, '
+                   '%d disagreements' % (self.db.name, len(expected), cases,
+                                         len(disagreements)))
+        base.record_summary(summary)
+        self.assertEqual([], disagreements, summary)
+
+
+def _loaded(spec, field):
+    """A loaded RequestSpec field, comparable (None when unset)."""
+    if not spec.obj_attr_is_set(field):
+        return None
+    value = getattr(spec, field)
+    if hasattr(value, 'obj_to_primitive'):
+        return value.obj_to_primitive()
+    return value

@@ -343,9 +343,9 @@ class WalkMemoryTest(fixtures.DeploymentTestCase):
         still_held = []
         original = records.assemble_records
 
-        def assembling(api_engine, page, checked_fields):
+        def assembling(api_engine, page, checked_fields, *args):
             still_held.append(sum(ref() is not None for ref in earlier))
-            batch = original(api_engine, page, checked_fields)
+            batch = original(api_engine, page, checked_fields, *args)
             earlier.extend(weakref.ref(record) for record in batch)
             return batch
         self.useFixture(test_fixtures.MonkeyPatch(

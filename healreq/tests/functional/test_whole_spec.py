@@ -452,7 +452,8 @@ class ServerGroupTest(_WholeSpecCase):
         alone = self.add_consistent(self.cell1)
         group = dep.stored_group(self.group, 'web')
         del group[DATA]['uuid']
-        self.set_group(alone, group, {'same_host': ['x']})
+        # same_host names a live instance: only the group drifts.
+        self.set_group(alone, group, {'same_host': [self.lost]})
         originals = self.all_spec_texts()
         result, document = self.heal_json('--dry-run')
         self.assertEqual(0, result.code, result.stdout + result.stderr)
@@ -463,7 +464,7 @@ class ServerGroupTest(_WholeSpecCase):
         self.assertIn((alone, 'healed', 'group-without-uuid',
                        ['instance_group']), self.results(document))
         healed = self.data(alone)
-        self.assertEqual((None, {'same_host': ['x']}),
+        self.assertEqual((None, {'same_host': [self.lost]}),
                          (healed['instance_group'],
                           healed['scheduler_hints']))
         self.assertEqual(4, self.heal().code)
