@@ -449,8 +449,9 @@ class PerRequestFieldsTest(_FieldsTestCase):
 
     PER_REQUEST = {
         'availability_zone': 'az2',
+        # same_host names the instance itself: a live one.
         'scheduler_hints': {
-            'same_host': ['5b1d6c3e-0f2a-4b7c-9d8e-1f2a3b4c5d6e'],
+            'same_host': None,
             'query': ['[">=", "$free_ram_mb", 1024]']},
         'instance_group': dep.envelope('InstanceGroup', '1.11', {
             'uuid': '4e0c9d2a-6b1f-4c3e-8a7d-5f6e7a8b9c0d',
@@ -478,7 +479,9 @@ class PerRequestFieldsTest(_FieldsTestCase):
         stored = dep.request_spec(
             uuid, demo.M1_SMALL, user_id=None, is_bfv=True,
             spec_image=dep.image(properties=props(hw_disk_bus='virtio')))
-        stored[DATA].update(copy.deepcopy(self.PER_REQUEST))
+        per_request = copy.deepcopy(self.PER_REQUEST)
+        per_request['scheduler_hints']['same_host'] = [uuid]
+        stored[DATA].update(copy.deepcopy(per_request))
         self.add(uuid=uuid, sysmeta_props=props(hw_disk_bus='scsi'),
                  spec=json.dumps(stored))
         after = self.assert_heals(
@@ -489,7 +492,7 @@ class PerRequestFieldsTest(_FieldsTestCase):
              ('user_id', 'None', dep.USER_ID)], '--fields', ','.join(
                  f for f in field_checks.FIELD_NAMES
                  if f not in ('availability_zone', 'instance_group')))
-        for key, value in self.PER_REQUEST.items():
+        for key, value in per_request.items():
             self.assertEqual(value, after[DATA][key], key)
         healed = ('flavor', 'image', 'is_bfv', 'user_id')
         self.assertEqual(without(stored, *healed), without(after, *healed))
