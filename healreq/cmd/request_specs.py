@@ -107,6 +107,20 @@ def _add_selection_options(parser):
                              'other drifted fields are healed, note '
                              'az-pin-left), repin it to the instance\'s '
                              'current zone, or unpin it (null).')
+    parser.add_argument('--flavor-policy',
+                        choices=field_checks.FLAVOR_POLICIES,
+                        default=field_checks.FLAVOR_REPORT,
+                        help='What to do with a spec flavor that differs '
+                             'from the instance\'s embedded flavor only in '
+                             'extra specs that are the flavor\'s current '
+                             'definition, as after an operator rewrote the '
+                             'spec from the changed flavor '
+                             '(flavor-propagated): report it (default; it '
+                             'counts as drift and is listed in '
+                             'reported_only, the flavor is not rewritten, '
+                             'other drifted fields are healed, note '
+                             'flavor-propagated-left), or heal it to the '
+                             'instance\'s embedded flavor (instance).')
     parser.add_argument('--create-missing', action='store_true',
                         help='Recreate the request spec of an instance '
                              'that has none, from its instance record, as '
@@ -213,6 +227,7 @@ def _options(conf):
         service_down_time=conf.service_down_time,
         settings=api.settings(conf, command.force, checked,
                               az_policy=command.az_policy,
+                              flavor_policy=command.flavor_policy,
                               create_missing=command.create_missing))
 
 
