@@ -189,6 +189,26 @@ class FlavorPolicyTest(audit_case.AuditTestCase):
                          self.deployment.spec_text(self.propagated))
         self.assertEqual(4, self.heal('--flavor-policy', 'instance').code)
 
+    def test_plan_of_an_earlier_release_heals_as_it_did(self):
+        """Releases before --flavor-policy healed propagated flavors."""
+        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+                            'plan.json')
+        result = self.heal('--dry-run', '--flavor-policy', 'instance',
+                           '--plan', path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        with open(path) as handle:
+            document = json.load(handle)
+        del document['settings']['flavor_policy']
+        with open(path, 'w') as handle:
+            json.dump(document, handle)
+        result, applied = self.run_json('apply', path)
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual([(self.propagated, 'healed')],
+                         [(r['instance_uuid'], r['status'])
+                          for r in applied['results']])
+        self.assertEqual(document['changes'][0]['after'],
+                         self.deployment.spec_text(self.propagated))
+
     def test_mixed_drift_heals_the_rest_and_leaves_the_flavor(self):
         spec_image = dep.image(min_ram=0)
         mixed = self.deployment.add_instance(
