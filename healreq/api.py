@@ -135,10 +135,12 @@ def exit_code_for(report):
 
 def settings(conf, force=False, checked_fields=None,
              az_policy=field_checks.AZ_REPORT, create_missing=False,
-             hint_policy=field_checks.HINT_REPORT):
+             hint_policy=field_checks.HINT_REPORT,
+             flavor_policy=field_checks.FLAVOR_REPORT):
     """The per-instance decision settings from configuration."""
     values = dict(skip_updated_within=conf.healreq.skip_updated_within,
                   force=force, az_policy=az_policy, hint_policy=hint_policy,
+                  flavor_policy=flavor_policy,
                   create_missing=create_missing,
                   default_zone=conf.default_availability_zone)
     if checked_fields is not None:
@@ -532,6 +534,7 @@ def _filters(options):
             'fields': list(options.settings.checked_fields),
             'az_policy': options.settings.az_policy,
             'hint_policy': options.settings.hint_policy,
+            'flavor_policy': options.settings.flavor_policy,
             'create_missing': options.settings.create_missing}
 
 

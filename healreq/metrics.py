@@ -30,6 +30,9 @@ _COUNTERS = (
      'errors'),
     ('conflicts', 'Writes refused because the row changed, last run.',
      'conflicts'),
+    ('flavor_outdated', 'Instances whose embedded flavor is older than '
+     'the flavor\'s current definition (its extra specs differ), last run; '
+     'information, not drift.', 'flavor_outdated'),
 )
 
 
@@ -60,7 +63,8 @@ def render(report, exit_code, duration, finished_at, dry_run):
         lambda finding: finding.reported_only,
         'Instances whose spec field drifted and was only reported, never '
         'written (a zone pin under --az-policy report, a same_host hint '
-        'under --hint-policy report), in the last run; '
+        'under --hint-policy report, a propagated flavor under '
+        '--flavor-policy report), in the last run; '
         'drift_by_field counts them too.')
     metric = '%s_cell_failed' % _PREFIX
     lines.append('# HELP %s 1 if the cell could not be processed.' % metric)

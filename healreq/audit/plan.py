@@ -129,7 +129,8 @@ def read_plan(path):
     """Read a plan; return ``(run_id, settings, [PlannedChange])``.
 
     ``settings`` is the mapping write_plan recorded; a plan of a release
-    before they were recorded gives its az_policy alone. Raises PlanError
+    before they were recorded gives its az_policy alone, and one before
+    --flavor-policy the policy those releases followed. Raises PlanError
     if the file is not a plan or was edited.
     """
     try:
@@ -163,4 +164,6 @@ def read_plan(path):
     elif not isinstance(settings, dict):
         raise exception.PlanError('plan %s is malformed: settings %s'
                                   % (path, json.dumps(settings)))
+    # Releases before --flavor-policy healed propagated flavors.
+    settings.setdefault('flavor_policy', 'instance')
     return document.get('run_id'), settings, changes

@@ -41,7 +41,14 @@ def _finding_dict(finding):
 def _cell_dict(cell):
     counts = {key: getattr(cell, key) for key in SUMMARY_KEYS[1:]}
     return dict(cell_uuid=cell.uuid, name=cell.name,
-                instances_checked=cell.checked, error=cell.error, **counts)
+                instances_checked=cell.checked, error=cell.error,
+                flavor_outdated=cell.flavor_outdated, **counts)
+
+
+def _outdated_dict(finding):
+    return {'instance_uuid': finding.instance_uuid,
+            'cell_uuid': finding.cell_uuid,
+            'extra_specs': list(finding.flavor_outdated)}
 
 
 def print_report(report, exit_code, run_id=None, json_format=False,
@@ -77,6 +84,8 @@ def json_chunks(report, exit_code, run_id=None, problems=()):
         'cells': [_cell_dict(c) for c in report.cells],
         'results': [_finding_dict(f) for f in report.findings],
         'notices': [_finding_dict(f) for f in report.notices],
+        'flavor_outdated': [_outdated_dict(f)
+                            for f in report.outdated_flavors],
     }
     return json.JSONEncoder(indent=2).iterencode(document)
 
@@ -157,6 +166,27 @@ def _outcome(exit_code, report):
             }.get(int(exit_code), 'error')
 
 
+def _outdated_lines(report, cell, cell_names):
+    """A line per instance of ``cell`` that runs an older flavor copy."""
+    for finding in report.outdated_flavors:
+        if finding.cell_uuid == cell.uuid:
+            yield '%-9s %s %s flavor-outdated: extra specs %s differ from ' \
+                'its flavor\'s current definition' % (
+                    'INFO', finding.instance_uuid,
+                    cell_names.get(cell.uuid) or cell.uuid,
+                    ', '.join(finding.flavor_outdated))
+
+
+def _outdated_total(summary, verbose):
+    """The line counting instances that run an older flavor copy."""
+    count = summary['flavor_outdated']
+    if count:
+        yield ('%d instance(s) run an older copy of their flavor than its '
+               'current definition (extra specs differ; information, not '
+               'drift)%s.' % (count, '' if verbose
+                              else '; --verbose lists them'))
+
+
 def print_error(exit_code, message):
     """Print the JSON document of a command that ended with an error."""
     common.emit(json.dumps({'error': {'exit_code': int(exit_code),
@@ -188,12 +218,15 @@ def _text_lines(report, exit_code, verbose, list_skipped, run_id):
                 hidden += 1
             else:
                 yield from _finding_line(finding, cell_names, verbose)
+        if verbose:
+            yield from _outdated_lines(report, cell, cell_names)
         if cell.error:
             yield 'Cell %s: ERROR %s' % (label, cell.error)
         counts = _cell_dict(cell)
         counts['instances_checked'] = cell.checked
         yield 'Cell %s: %s' % (label, _counts(counts))
     yield 'Total: %s' % _counts(report.summary())
+    yield from _outdated_total(report.summary(), verbose)
     if report.release is not None:
         yield from release_lines(report.release)
     if hidden:

@@ -121,6 +121,20 @@ def _add_selection_options(parser):
                              'same-host-left), or prune the gone uuids '
                              'from same_host (the key goes when none is '
                              'left; every other hint stays as it is).')
+    parser.add_argument('--flavor-policy',
+                        choices=field_checks.FLAVOR_POLICIES,
+                        default=field_checks.FLAVOR_REPORT,
+                        help='What to do with a spec flavor that differs '
+                             'from the instance\'s embedded flavor only in '
+                             'extra specs that are the flavor\'s current '
+                             'definition, as after an operator rewrote the '
+                             'spec from the changed flavor '
+                             '(flavor-propagated): report it (default; it '
+                             'counts as drift and is listed in '
+                             'reported_only, the flavor is not rewritten, '
+                             'other drifted fields are healed, note '
+                             'flavor-propagated-left), or heal it to the '
+                             'instance\'s embedded flavor (instance).')
     parser.add_argument('--create-missing', action='store_true',
                         help='Recreate the request spec of an instance '
                              'that has none, from its instance record, as '
@@ -228,6 +242,7 @@ def _options(conf):
         settings=api.settings(conf, command.force, checked,
                               az_policy=command.az_policy,
                               hint_policy=command.hint_policy,
+                              flavor_policy=command.flavor_policy,
                               create_missing=command.create_missing))
 
 

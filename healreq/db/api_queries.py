@@ -155,6 +155,27 @@ def get_zones(conn):
     return frozenset(held), frozenset(carried - held)
 
 
+def get_flavor_definitions(conn, flavorids):
+    """The current definitions of flavors by their flavorid.
+
+    Returns ``{flavorid: {'id': flavors.id, 'extra_specs': {key:
+    value}}}`` for those of ``flavorids`` that exist, in one query.
+    """
+    flavors, specs = tables.flavors, tables.flavor_extra_specs
+    query = sa.select(
+        flavors.c.flavorid, flavors.c.id, specs.c.key,
+        specs.c.value).select_from(flavors.outerjoin(
+            specs, specs.c.flavor_id == flavors.c.id)).where(
+        flavors.c.flavorid.in_(sorted(flavorids)))
+    found = {}
+    for row in conn.execute(query):
+        definition = found.setdefault(
+            row.flavorid, {'id': row.id, 'extra_specs': {}})
+        if row.key is not None:
+            definition['extra_specs'][row.key] = row.value
+    return found
+
+
 def get_instance_mappings(conn, instance_uuids):
     """Instance mappings by instance uuid."""
     return rows.keyed(conn.execute(_MAPPINGS,

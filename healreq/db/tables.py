@@ -162,6 +162,37 @@ aggregate_metadata = sa.Table(
     **_MYSQL_TABLE_ARGS)
 
 
+# Flavors: the current definitions. An instance runs on its embedded copy
+# (instance_extra.flavor); a deleted flavor's rows are gone.
+flavors = sa.Table(
+    'flavors', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('name', sa.String(255), nullable=False),
+    sa.Column('memory_mb', sa.Integer, nullable=False),
+    sa.Column('vcpus', sa.Integer, nullable=False),
+    sa.Column('root_gb', sa.Integer),
+    sa.Column('ephemeral_gb', sa.Integer),
+    sa.Column('flavorid', sa.String(255), nullable=False),
+    sa.Column('swap', sa.Integer, nullable=False, default=0),
+    sa.UniqueConstraint('flavorid', name='uniq_flavors0flavorid'),
+    sa.UniqueConstraint('name', name='uniq_flavors0name'),
+    **_MYSQL_TABLE_ARGS)
+
+flavor_extra_specs = sa.Table(
+    'flavor_extra_specs', api_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('key', sa.String(255), nullable=False),
+    sa.Column('value', sa.String(255)),
+    sa.Column('flavor_id', sa.Integer, sa.ForeignKey('flavors.id'),
+              nullable=False),
+    sa.UniqueConstraint('flavor_id', 'key',
+                        name='uniq_flavor_extra_specs0flavor_id0key'),
+    sa.Index('flavor_extra_specs_flavor_id_key_idx', 'flavor_id', 'key'),
+    **_MYSQL_TABLE_ARGS)
+
+
 # -- Cell databases --------------------------------------------------------
 
 instances = sa.Table(

@@ -78,6 +78,9 @@ class InstanceRecord:
     # the uuids of those cells).
     gone_instances: frozenset = frozenset()
     unverified_instances: dict = dataclasses.field(default_factory=dict)
+    # The current definitions of the batch's flavors, by flavorid
+    # ({'id', 'extra_specs'}); a deleted flavor has none.
+    flavor_definitions: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -91,6 +94,8 @@ class Settings:
     default_zone: str = field_checks.DEFAULT_ZONE
     # --hint-policy.
     hint_policy: str = field_checks.HINT_REPORT
+    # --flavor-policy.
+    flavor_policy: str = field_checks.FLAVOR_REPORT
 
     @property
     def read_fields(self):
@@ -107,7 +112,8 @@ class Settings:
 # The settings that change what a heal derives, each with the values it
 # takes: a plan records them, and apply derives under them again.
 POLICIES = {'az_policy': field_checks.AZ_POLICIES,
-            'hint_policy': field_checks.HINT_POLICIES}
+            'hint_policy': field_checks.HINT_POLICIES,
+            'flavor_policy': field_checks.FLAVOR_POLICIES}
 
 
 @dataclasses.dataclass
@@ -165,6 +171,9 @@ def evaluate(record, cell, now, settings, profile=None):
         _check_skips(record, cell, now, settings, finding)
         current = _current_flavor(record)
         _note_leftovers(current, record, finding)
+        if 'flavor' in settings.checked_fields:
+            finding.flavor_outdated = field_checks.outdated_extra_specs(
+                current, _flavor_definition(record, current))
         if record.spec_row is None and settings.create_missing:
             return _recreated(record, current, settings, profile, finding)
         spec = _parse_spec(record)
@@ -173,6 +182,8 @@ def evaluate(record, cell, now, settings, profile=None):
         finding.notes.extend(_spec_notes(spec, inputs, settings))
         changes, replacements, version = field_checks.compare(
             settings.checked_fields, spec, inputs, profile)
+        propagated = (field_checks.propagated_extra_specs(spec, inputs)
+                      if 'flavor' in settings.checked_fields else None)
         new_spec = None
         if replacements:
             if not profile.named:
@@ -193,11 +204,13 @@ def evaluate(record, cell, now, settings, profile=None):
     finding.status = Status.DRIFTED
     finding.changes = changes
     finding.reason, finding.detail = _likely_cause(spec, current, record,
-                                                   changes)
+                                                   changes, propagated)
     if 'availability_zone' in finding.reported_only and finding.rewritten:
         finding.notes.append(_pin_left(changes))
     if 'scheduler_hints' in finding.reported_only and finding.rewritten:
         finding.notes.append(_same_host_left(spec, record, changes))
+    if 'flavor' in finding.reported_only and finding.rewritten:
+        finding.notes.append(_flavor_left(changes, propagated))
     return Evaluation(finding, new_spec)
 
 
@@ -210,6 +223,16 @@ def _same_host_left(spec, record, changes):
         % (', '.join(gone), ', '.join(c.field for c in changes
                                       if c.rewritten),
            'is' if sum(c.rewritten for c in changes) == 1 else 'are')))
+
+
+def _flavor_left(changes, propagated):
+    """The note of a propagated flavor left while other fields heal."""
+    healed = [c.field for c in changes if c.rewritten]
+    return Note('flavor-propagated-left', (
+        'the spec\'s extra specs %s are the flavor\'s current definition '
+        '(flavor-propagated) and are left as --flavor-policy report says; '
+        'only %s %s healed' % (', '.join(propagated), ', '.join(healed),
+                               'is' if len(healed) == 1 else 'are')))
 
 
 def _pin_left(changes):
@@ -271,7 +294,14 @@ def _inputs(record, current, settings, release, checked_fields=None):
         default_zone=settings.default_zone, az_policy=settings.az_policy,
         gone_instances=record.gone_instances,
         unverified_instances=record.unverified_instances,
-        hint_policy=settings.hint_policy)
+        hint_policy=settings.hint_policy,
+        flavor_definition=_flavor_definition(record, current),
+        flavor_policy=settings.flavor_policy)
+
+
+def _flavor_definition(record, current):
+    """The current definition of the instance's flavor, or None."""
+    return record.flavor_definitions.get(current.key('cur')['flavorid'])
 
 
 def _system_metadata(rows):
@@ -523,8 +553,12 @@ def _check_no_downgrade(spec, replacements, version):
                 '%s %s to %s' % change for change in lowered))
 
 
-def _likely_cause(spec, current, record, changes):
-    """Return ``(reason code, detail)`` explaining a drift."""
+def _likely_cause(spec, current, record, changes, propagated=None):
+    """Return ``(reason code, detail)`` explaining a drift.
+
+    ``propagated`` names the extra specs of a spec flavor an operator
+    rewrote from the flavor's current definition, if it is one.
+    """
     if all(change.before == 'missing' for change in changes):
         return ('legacy-spec',
                 'the spec was saved by an old Nova and lacks %s'
@@ -539,6 +573,13 @@ def _likely_cause(spec, current, record, changes):
                 'scheduler hints (%s): every later move is then scheduled as '
                 'a rebuild, which claims nothing in Placement'
                 % ', '.join(internal))
+    if propagated is not None and fields == {'flavor'}:
+        return ('flavor-propagated', 'the spec\'s flavor %s differs from '
+                'instance_extra.flavor[\'cur\'] only in extra specs (%s), '
+                'which are the flavor\'s current definition: an operator '
+                'propagated it to the spec; healed only with --flavor-policy '
+                'instance' % (flavor_obj.label(current.key('cur')),
+                              ', '.join(propagated)))
     if 'instance_group' in fields and not record.groups:
         return ('group-without-uuid', 'the spec holds a server group '
                 'without uuid or group hint, which Nova cannot load, and '

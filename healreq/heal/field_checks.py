@@ -52,6 +52,7 @@ NEEDS_BLOCK_DEVICES = frozenset(['is_bfv'])
 NEEDS_GROUPS = frozenset(['instance_group'])
 NEEDS_ZONES = frozenset(['availability_zone'])
 NEEDS_HINTED_INSTANCES = frozenset(['scheduler_hints'])
+NEEDS_FLAVOR_DEFINITIONS = frozenset(['flavor'])
 
 # What --az-policy does with a pin that no longer matches the instance.
 AZ_REPORT = 'report'
@@ -69,6 +70,11 @@ HINT_POLICIES = (HINT_REPORT, HINT_PRUNE)
 # DifferentHostFilter's).
 SAME_HOST = 'same_host'
 DIFFERENT_HOST = 'different_host'
+# What --flavor-policy does with a spec flavor an operator rewrote from
+# the flavor's current definition (flavor-propagated).
+FLAVOR_REPORT = 'report'
+FLAVOR_INSTANCE = 'instance'
+FLAVOR_POLICIES = (FLAVOR_REPORT, FLAVOR_INSTANCE)
 
 # The zone of hosts in no aggregate that names one, unless configured
 # otherwise ([DEFAULT]/default_availability_zone's default).
@@ -160,6 +166,10 @@ class Inputs:
     gone_instances: frozenset = frozenset()
     unverified_instances: dict = dataclasses.field(default_factory=dict)
     hint_policy: str = HINT_REPORT
+    # The current definition of the instance's flavor (flavors and
+    # flavor_extra_specs: its id and extra specs), None if deleted.
+    flavor_definition: dict = None
+    flavor_policy: str = FLAVOR_REPORT
 
     def __post_init__(self):
         self._cache = {}
@@ -312,6 +322,41 @@ def _spec_can_hold(spec, field, profile):
         'this deployment are RequestSpec %s' % (stored, field, newest))
 
 
+def propagated_extra_specs(spec, inputs):
+    """The extra specs an operator propagated into the spec, or None.
+
+    The spec's flavor is propagated when it equals the instance's
+    embedded flavor in everything but extra specs, and its extra specs
+    equal the current definition of that flavor (the same flavorid and
+    id: not deleted since). Returns the keys that differ from the
+    embedded flavor, sorted.
+    """
+    stored = spec.flavor_key()
+    embedded = inputs.flavors.key('cur')
+    definition = inputs.flavor_definition
+    if (definition is None or definition['id'] != embedded['id']
+            or flavor_obj.differing_fields(stored, embedded)
+            != ['extra_specs']
+            or definition['extra_specs'] != stored['extra_specs']):
+        return None
+    return flavor_obj.differing_extra_specs(stored['extra_specs'],
+                                            embedded['extra_specs'])
+
+
+def outdated_extra_specs(flavors, definition):
+    """The extra specs the embedded flavor lacks of its definition.
+
+    ``definition`` is the current definition of the flavor's flavorid
+    (None if there is none). Returns the sorted keys that differ, or
+    None if the embedded flavor is as defined, or no longer defined.
+    """
+    embedded = flavors.key('cur')
+    if definition is None or definition['id'] != embedded['id']:
+        return None
+    return flavor_obj.differing_extra_specs(
+        definition['extra_specs'], embedded['extra_specs']) or None
+
+
 def check_flavor(spec, inputs, profile):
     spec_primitive = spec.flavor()
     stored = spec.flavor_key()
@@ -321,7 +366,15 @@ def check_flavor(spec, inputs, profile):
         return None
     before = flavor_obj.label(stored)
     after = flavor_obj.label(expected)
-    if before == after:
+    propagated = propagated_extra_specs(spec, inputs)
+    if propagated is not None:
+        before += ' [extra specs %s as currently defined]' % ', '.join(
+            propagated)
+        if inputs.flavor_policy == FLAVOR_REPORT:
+            return (FieldChange('flavor', before,
+                                '%s (not rewritten: --flavor-policy report)'
+                                % after, rewritten=False), {})
+    elif before == after:
         before += ' [%s differ]' % ', '.join(differing)
     healed = flavor_obj.for_request_spec(
         inputs.flavors.primitives['cur'], spec_primitive[primitive.VERSION])

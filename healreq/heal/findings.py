@@ -85,6 +85,16 @@ REASONS = {
             'says (prune: the gone uuids are removed, and the key when '
             'none is left); with report it counts as drift and nothing is '
             'written',
+        'flavor-propagated':
+            'the spec\'s flavor equals the instance\'s embedded flavor '
+            '(instance_extra.flavor["cur"]) in everything but extra specs, '
+            'and its extra specs are the flavor\'s current definition '
+            '(flavors and flavor_extra_specs, same flavorid, not deleted): '
+            'an operator rewrote the spec from the changed flavor so that '
+            'later moves follow it. The detail names the extra specs that '
+            'differ. Rewritten to the instance record only with '
+            '--flavor-policy instance; with report it counts as drift and '
+            'nothing is written',
         'spec-missing':
             'the instance had no request_specs row; with --create-missing '
             'one is built from the instance record as Nova builds one from '
@@ -295,6 +305,11 @@ NOTES = {
         'the different_host hint names instances that no longer exist; '
         'DifferentHostFilter passes every host for them, so moves are not '
         'affected and the hint is left as it is',
+    'flavor-propagated-left':
+        'the spec\'s flavor is the flavor\'s current definition '
+        '(flavor-propagated) and is left as --flavor-policy report says, '
+        'while the other drifted fields are healed: flavor stays in drift '
+        'and in reported_only, and the next run reports it again',
     'host-az-differs':
         'the zone of the instance\'s host by its aggregates is not '
         'instances.availability_zone',
@@ -341,6 +356,10 @@ class Finding:
     detail: str = None
     changes: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
+    # The extra specs in which the embedded flavor differs from the
+    # flavor's current definition (it is older), or None. Information,
+    # not drift.
+    flavor_outdated: list = None
 
     @property
     def drift(self):
@@ -372,9 +391,13 @@ class CellReport:
     errors: int = 0
     conflicts: int = 0
     error: str = None
+    # Instances whose embedded flavor is older than its definition.
+    flavor_outdated: int = 0
 
     def count(self, finding):
         self.checked += 1
+        if finding.flavor_outdated:
+            self.flavor_outdated += 1
         attribute = {Status.CONSISTENT: 'consistent',
                      Status.DRIFTED: 'drifted',
                      Status.HEALED: 'healed',
@@ -395,6 +418,9 @@ class RunReport:
     cells: list = dataclasses.field(default_factory=list)
     findings: list = dataclasses.field(default_factory=list)
     notices: list = dataclasses.field(default_factory=list)
+    # The findings of instances whose embedded flavor is older than its
+    # current definition (Finding.flavor_outdated), whatever their status.
+    outdated_flavors: list = dataclasses.field(default_factory=list)
     # (finding, spec row, new spec text) of each would-be heal, for --plan.
     planned: list = dataclasses.field(default_factory=list)
     more_remain: bool = False
@@ -410,15 +436,21 @@ class RunReport:
             for key in SUMMARY_KEYS[1:]:
                 totals[key] += getattr(cell, key)
         totals['cells_failed'] = sum(1 for c in self.cells if c.error)
+        totals['flavor_outdated'] = sum(c.flavor_outdated
+                                        for c in self.cells)
         return totals
 
 
-def keep(finding, findings, notices):
+def keep(finding, findings, notices, outdated=None):
     """Keep ``finding`` where a report shows it, once it is counted.
 
     A consistent instance is only counted, unless the finding has notes:
     it then goes to ``notices``. Every other finding goes to ``findings``.
+    An instance whose embedded flavor is older than its definition also
+    goes to ``outdated``, if given.
     """
+    if finding.flavor_outdated and outdated is not None:
+        outdated.append(finding)
     if finding.status is Status.CONSISTENT:
         if finding.notes:
             notices.append(finding)

@@ -48,6 +48,7 @@ def merge(report, part):
     report.cells.extend(part.cells)
     report.findings.extend(part.findings)
     report.notices.extend(part.notices)
+    report.outdated_flavors.extend(part.outdated_flavors)
     report.planned.extend(part.planned)
     report.more_remain |= part.more_remain
     report.audit_error = report.audit_error or part.audit_error

@@ -257,6 +257,8 @@ def assemble_records(api_engine, page, checked_fields, instances=None):
     if (instances is not None
             and set(checked_fields) & field_checks.NEEDS_HINTED_INSTANCES):
         instances.learn(records)
+    if set(checked_fields) & field_checks.NEEDS_FLAVOR_DEFINITIONS:
+        _learn_flavor_definitions(api_engine, records)
     return records
 
 
@@ -350,6 +352,38 @@ def _learn_known_groups(api_engine, records):
     known = frozenset(members | existing)
     for record in records:
         record.known_groups = known
+
+
+def _learn_flavor_definitions(api_engine, records):
+    """Give each record the current definitions of the batch's flavors.
+
+    One query for the flavorids of the instances' embedded flavors; an
+    instance whose flavor cannot be read is left to its decision.
+    """
+    flavorids = set()
+    for record in records:
+        flavorid = _embedded_flavorid(record)
+        if flavorid is not None:
+            flavorids.add(flavorid)
+    definitions = {}
+    if flavorids:
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with api_engine.connect() as conn:
+                definitions = api_queries.get_flavor_definitions(
+                    conn, flavorids)
+    for record in records:
+        record.flavor_definitions = definitions
+
+
+def _embedded_flavorid(record):
+    """The flavorid of the instance's current flavor, or None."""
+    if len(record.extras) != 1 or record.extras[0]['flavor'] is None:
+        return None
+    try:
+        flavors = field_checks.instance_flavors(record.extras[0]['flavor'])
+    except primitive.PrimitiveError:
+        return None
+    return flavors.key('cur')['flavorid']
 
 
 def read_batch_rows(conn, uuids, checked_fields):

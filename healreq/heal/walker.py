@@ -397,7 +397,8 @@ class Walker(object):
                 processed = position
                 break
             report.count(finding)
-            findings.keep(finding, listed, sink.notices)
+            findings.keep(finding, listed, sink.notices,
+                          sink.outdated_flavors)
         self.budget.checked(processed)
         sink.findings.extend(listed)
         log.add(listed)

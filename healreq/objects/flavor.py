@@ -81,6 +81,16 @@ def differing_fields(spec_key, instance_key):
     return [f for f in COMPARED_FIELDS if spec_key[f] != instance_key[f]]
 
 
+def differing_extra_specs(first, second):
+    """The keys of two extra specs mappings whose values differ, sorted.
+
+    A key one of them lacks differs.
+    """
+    missing = object()
+    return sorted(key for key in set(first) | set(second)
+                  if first.get(key, missing) != second.get(key, missing))
+
+
 def label(key):
     """Short human form used in reports, e.g. ``a2.medium(982)``."""
     return '%s(%s)' % (key['name'], key['id'])

@@ -370,6 +370,26 @@ class Deployment(object):
                     aggregate_id=aggregate_id, host=host,
                     created_at=LONG_AGO))
 
+    def define_flavor(self, flavor, extra_specs=None):
+        """The definition of Flavor primitive ``flavor`` in the API database.
+
+        Its extra specs are ``extra_specs`` if given (an operator changed
+        them since instances embedded the flavor), else the primitive's.
+        """
+        data = flavor['nova_object.data']
+        specs = data['extra_specs'] if extra_specs is None else extra_specs
+        with self.api_engine.begin() as conn:
+            conn.execute(tables.flavors.insert().values(
+                id=data['id'], name=data['name'],
+                memory_mb=data['memory_mb'], vcpus=data['vcpus'],
+                root_gb=data['root_gb'], ephemeral_gb=data['ephemeral_gb'],
+                flavorid=data['flavorid'], swap=data['swap'],
+                created_at=LONG_AGO))
+            for key, value in sorted(specs.items()):
+                conn.execute(tables.flavor_extra_specs.insert().values(
+                    flavor_id=data['id'], key=key, value=value,
+                    created_at=LONG_AGO))
+
     def spec_text(self, instance_uuid):
         """The stored spec text (None if there is no row)."""
         t = tables.request_specs

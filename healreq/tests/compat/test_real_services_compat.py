@@ -657,6 +657,72 @@ class GoneSameHostTest(_Services):
         self.assertNotEqual(self.host, server['OS-EXT-SRV-ATTR:host'])
 
 
+class PropagatedFlavorTest(_Services):
+    """A flavor's extra specs changed, and a spec rewritten from them.
+
+    The operator adds a required trait to the flavor through the API and
+    propagates the flavor's current definition into the server's spec as
+    such scripts do, through Nova's objects. Only host3 has the trait; the
+    weights prefer host1, then host2.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.start_computes('host1', 'host2', 'host3')
+        flavor_id = self._create_flavor(
+            name='s1.ssd', extra_spec={'hw:cpu_policy': 'shared'})
+        self.server = self._create_server(flavor_id=flavor_id,
+                                          networks='none')
+        self.assertEqual('host1', self.server['OS-EXT-SRV-ATTR:host'])
+        self.booted = self.spec(self.server)
+        self.admin_api.post_extra_spec(flavor_id, {
+            'extra_specs': {'trait:CUSTOM_SSD': 'required'}})
+        self._create_trait('CUSTOM_SSD')
+        self._set_provider_traits(self._get_provider_uuid_by_host('host3'),
+                                  ['CUSTOM_SSD'])
+        context = nova_context.get_admin_context()
+        spec = objects.RequestSpec.get_by_instance_uuid(context,
+                                                        self.server['id'])
+        spec.flavor = objects.Flavor.get_by_flavor_id(context, flavor_id)
+        spec.save()
+        self.propagated = self.spec(self.server)
+        self.assertEqual(
+            ({'hw:cpu_policy': 'shared'},
+             {'hw:cpu_policy': 'shared', 'trait:CUSTOM_SSD': 'required'}),
+            (self.booted['flavor'][DATA]['extra_specs'],
+             self.propagated['flavor'][DATA]['extra_specs']))
+
+    def test_left_alone_and_followed_by_default(self):
+        for args in (('--dry-run',), ()):
+            code, document = self.heal(*args)
+            self.assertEqual(0, code, document)
+            self.assertEqual(
+                [(self.server['id'], 'drifted', 'flavor-propagated',
+                  ['flavor'])],
+                [(r['instance_uuid'], r['status'], r['reason'],
+                  r['reported_only']) for r in document['results']])
+            self.assertIn('trait:CUSTOM_SSD',
+                          document['results'][0]['detail'])
+            self.assertEqual(1, document['summary']['flavor_outdated'])
+            self.assertEqual(self.propagated, self.spec(self.server))
+        # The next live migration follows the operator's new rule.
+        server = self._live_migrate(self.server)
+        self.assertEqual('host3', server['OS-EXT-SRV-ATTR:host'])
+
+    def test_healed_with_the_instance_policy(self):
+        self.assertEqual(
+            {self.server['id']: ('healed', 'flavor-propagated')},
+            self.heal_ok('--flavor-policy', 'instance'))
+        self.assertEqual(self.booted['flavor'][DATA]['extra_specs'],
+                         self.spec(self.server)['flavor'][DATA][
+                             'extra_specs'])
+        code, document = self.heal('--flavor-policy', 'instance')
+        self.assertEqual(4, code, document)
+        # The embedded flavor again: host2 weighs most after host1.
+        server = self._live_migrate(self.server)
+        self.assertEqual('host2', server['OS-EXT-SRV-ATTR:host'])
+
+
 class FrameworkTest(testtools.TestCase):
 
     def test_framework_imports(self):
@@ -674,7 +740,8 @@ def load_tests(loader, tests, pattern):
     if _Base is not object:
         for case in (AvailabilityZoneTest, ServerGroupTest,
                      RecreatedSpecTest, DeletedGroupTest,
-                     RebuildHintTest, GoneSameHostTest):
+                     RebuildHintTest, GoneSameHostTest,
+                     PropagatedFlavorTest):
             suite.addTests(loader.loadTestsFromTestCase(case))
     elif _import_error is not None and base.REQUIRE_NOVA:
         suite.addTests(loader.loadTestsFromTestCase(FrameworkTest))

@@ -152,6 +152,81 @@ class WrittenSpecsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
                 context, objects.RequestSpec(), row)
             self._assert_matches_nova(uuid, spec)
 
+    def test_propagated_flavors_load_under_each_policy(self):
+        """Specs written around propagated flavors load in Nova.
+
+        An operator changed g1.shared's extra specs and rewrote specs from
+        its definition. Under --flavor-policy report only the other drift
+        is written and the propagated flavor stays as Nova loads it; under
+        instance the flavor is healed to the embedded one.
+        """
+        self.records, self.flavors = {}, {}
+        self._run_release()
+        defined = dict(SHARED['nova_object.data']['extra_specs'], **{
+            'aggregate_instance_extra_specs:ssd': 'true',
+            'trait:CUSTOM_SSD': 'required'})
+        self.deployment.define_flavor(SHARED, defined)
+        propagated = _with_extra_specs(SHARED, defined)
+        # The spec's image agrees with the instance's, but for ``mixed``.
+        same_image = dep.image_system_metadata(min_disk=40)
+        alone = self._add(SHARED, spec_flavor=propagated,
+                          system_metadata=same_image)
+        mixed = self._add(SHARED, spec_flavor=propagated)
+        neither = self._add(SHARED, spec_flavor=_with_extra_specs(
+            SHARED, {'hw:cpu_policy': 'dedicated'}),
+            system_metadata=same_image)
+        cases, disagreements = 0, []
+        for policy, written, kept in (
+                ('report', {mixed, neither}, {alone, mixed}),
+                ('instance', {alone, mixed}, set())):
+            before = self.all_spec_texts()
+            result = self.heal('--format', 'json', '--flavor-policy',
+                               policy)
+            self.assertEqual(0, result.code, result.stdout + result.stderr)
+            after = self.all_spec_texts()
+            self.assertEqual(sorted(written), sorted(
+                uuid for uuid in after if after[uuid] != before[uuid]),
+                result.stdout)
+            for uuid in sorted(written):
+                spec = objects.RequestSpec._from_db_object(
+                    nova_context.get_admin_context(), objects.RequestSpec(),
+                    {'id': 1, 'instance_uuid': uuid, 'spec': after[uuid]})
+                wanted = (defined if uuid in kept else
+                          self.flavors[uuid]['nova_object.data'][
+                              'extra_specs'])
+                found = self._flavor_disagreements(uuid, spec, wanted)
+                cases += 10
+                disagreements.extend('%s %s' % (policy, d) for d in found)
+                self._assert_matches_nova_but_flavor(uuid, spec)
+        base.record_summary(
+            'propagated flavors, --flavor-policy report and instance: '
+            '%d cases, %d disagreements' % (cases, len(disagreements)))
+        self.assertEqual([], disagreements)
+
+    def _flavor_disagreements(self, uuid, spec, extra_specs):
+        """How the loaded spec's flavor differs from the one wanted."""
+        flavor = self._nova_instance(uuid).flavor
+        found = ['%s %s: %r, wanted %r' % (uuid, field,
+                                           getattr(spec.flavor, field),
+                                           getattr(flavor, field))
+                 for field in ('id', 'name', 'flavorid', 'vcpus',
+                               'memory_mb', 'root_gb', 'ephemeral_gb',
+                               'swap', 'disabled')
+                 if getattr(flavor, field) != getattr(spec.flavor, field)]
+        if spec.flavor.extra_specs != extra_specs:
+            found.append('%s extra_specs: %r, wanted %r' % (
+                uuid, spec.flavor.extra_specs, extra_specs))
+        return found
+
+    def _assert_matches_nova_but_flavor(self, uuid, spec):
+        """The image and the rest as Nova derives them from the instance."""
+        instance = self._nova_instance(uuid)
+        image = objects.ImageMeta.from_instance(instance)
+        self.assertEqual(_props(image.properties),
+                         _props(spec.image.properties), uuid)
+        self.assertEqual(dep.PROJECT_ID, spec.project_id)
+        self.assertEqual(dep.USER_ID, spec.user_id)
+
     def _assert_release_versions(self, document):
         """Every object in a healed spec is one the release loads."""
         stack = [document]
@@ -196,6 +271,13 @@ class WrittenSpecsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
     def _extra_pci(self, uuid):
         text = self.records[uuid].get('extra_pci_requests')
         return json.loads(text) if text else []
+
+
+def _with_extra_specs(flavor, extra_specs):
+    """A copy of Flavor primitive ``flavor`` with other extra specs."""
+    flavor = json.loads(json.dumps(flavor))
+    flavor['nova_object.data']['extra_specs'] = dict(extra_specs)
+    return flavor
 
 
 def _props(properties):

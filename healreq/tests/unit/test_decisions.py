@@ -744,3 +744,72 @@ class ZoneTest(testtools.TestCase):
         self.assertEqual(('az-pin-differs', ['availability_zone'], [], None),
                          (finding.reason, finding.reported_only,
                           finding.notes, evaluation.new_spec))
+
+
+class PropagatedFlavorTest(testtools.TestCase):
+    """A spec flavor rewritten from the flavor's current definition."""
+
+    CHANGED = dict(A2_MEDIUM['nova_object.data']['extra_specs'],
+                   **{'trait:CUSTOM_SSD': 'required'})
+
+    def _record(self, spec_specs, defined_specs=None, defined_id=982):
+        spec_flavor = copy.deepcopy(A2_MEDIUM)
+        spec_flavor['nova_object.data']['extra_specs'] = spec_specs
+        record = _record(spec_flavor=spec_flavor)
+        if defined_specs is not None:
+            record.flavor_definitions = {'026050': {
+                'id': defined_id, 'extra_specs': defined_specs}}
+        return record
+
+    def test_reported_and_not_written_by_default(self):
+        evaluation = _evaluate(self._record(self.CHANGED, self.CHANGED))
+        finding = evaluation.finding
+        self.assertEqual((Status.DRIFTED, 'flavor-propagated', ['flavor']),
+                         (finding.status, finding.reason,
+                          finding.reported_only))
+        self.assertIn('(trait:CUSTOM_SSD)', finding.detail)
+        self.assertIsNone(evaluation.new_spec)
+        self.assertEqual(['trait:CUSTOM_SSD'], finding.flavor_outdated)
+
+    def test_healed_with_the_instance_policy(self):
+        evaluation = _evaluate(self._record(self.CHANGED, self.CHANGED),
+                               flavor_policy='instance')
+        finding = evaluation.finding
+        self.assertEqual(('flavor-propagated', []),
+                         (finding.reason, finding.reported_only))
+        healed = json.loads(evaluation.new_spec)['nova_object.data']
+        self.assertEqual(A2_MEDIUM['nova_object.data']['extra_specs'],
+                         healed['flavor']['nova_object.data']['extra_specs'])
+
+    def test_not_the_definition_is_drift(self):
+        for record in (
+                # The definition differs from the spec's flavor.
+                self._record(self.CHANGED, {'hw:cpu_policy': 'dedicated'}),
+                # No definition: the flavor was deleted.
+                self._record(self.CHANGED),
+                # The flavorid was deleted and defined again.
+                self._record(self.CHANGED, self.CHANGED, defined_id=990)):
+            evaluation = _evaluate(record)
+            self.assertEqual(('spec-drift', []),
+                             (evaluation.finding.reason,
+                              evaluation.finding.reported_only))
+            self.assertIsNotNone(evaluation.new_spec)
+
+    def test_other_differences_are_not_propagation(self):
+        spec_flavor = copy.deepcopy(A2_MEDIUM)
+        spec_flavor['nova_object.data'].update(extra_specs=self.CHANGED,
+                                               vcpus=8)
+        record = _record(spec_flavor=spec_flavor)
+        record.flavor_definitions = {'026050': {
+            'id': 982, 'extra_specs': self.CHANGED}}
+        self.assertEqual('spec-drift', _evaluate(record).finding.reason)
+
+    def test_outdated_embedded_flavor_is_information(self):
+        evaluation = _evaluate(self._record(
+            A2_MEDIUM['nova_object.data']['extra_specs'], self.CHANGED))
+        finding = evaluation.finding
+        self.assertEqual((Status.CONSISTENT, ['trait:CUSTOM_SSD']),
+                         (finding.status, finding.flavor_outdated))
+        current = _evaluate(self._record(self.CHANGED, self.CHANGED),
+                            checked_fields=('image',))
+        self.assertIsNone(current.finding.flavor_outdated)
