@@ -130,12 +130,12 @@ class MetricsTest(fixtures.DeploymentTestCase):
         """A reader never sees a half-written file: it is renamed in."""
         path = os.path.join(self.state_path, 'heal.prom')
         with open(path, 'w') as handle:
-            handle.write('old\n')
+            handle.write('# the previous file\n')
         before = os.stat(path).st_ino
         self.add_consistent(self.cell1)
         self.assertEqual(4, self.heal('--metrics-file', path).code)
         self.assertNotEqual(before, os.stat(path).st_ino)
-        self.assertNotIn('old', open(path).read())
+        self.assertNotIn('the previous file', open(path).read())
 
 
 class WorkersTest(fixtures.DeploymentTestCase):

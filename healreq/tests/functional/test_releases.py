@@ -352,7 +352,8 @@ class PlanReleaseTest(ReleaseTestCase):
         plan = self.write_plan('--target-release', '2026.2', '--az-policy',
                                'repin')
         self.assertEqual({'release': {'series': '2026.2', 'named': True},
-                          'az_policy': 'repin', 'flavor_policy': 'report'},
+                          'az_policy': 'repin', 'hint_policy': 'report',
+                          'flavor_policy': 'report'},
                          plan['settings'])
         result, doc = self.apply()
         self.assertEqual(0, result.code, result.stdout + result.stderr)
@@ -389,7 +390,8 @@ class PlanReleaseTest(ReleaseTestCase):
                          'spec_image': dep.image(props_version='1.34')})
         plan = self.write_plan()
         self.assertEqual({'release': {'series': '2022.2', 'named': False},
-                          'az_policy': 'report', 'flavor_policy': 'report'},
+                          'az_policy': 'report', 'hint_policy': 'report',
+                          'flavor_policy': 'report'},
                          plan['settings'])
         # 2023.1 loads Zed's specs: only the release differs.
         self.set_service_versions(66)
