@@ -32,7 +32,12 @@ Service set-ups are slow (seconds each), so each test runs several
 servers through their paths on one set-up.
 """
 
+import contextlib
+import json
 import os
+import sqlite3
+import subprocess
+import sys
 import threading
 import unittest
 from unittest import mock
@@ -46,6 +51,7 @@ from healreq.tests.compat import test_real_services_compat as services
 
 _Services = services._Services
 if _Services.__bases__ != (object,):
+    from nova.cmd import manage
     from nova import test as nova_test
     from nova.tests.functional import fixtures as func_fixtures
 
@@ -83,6 +89,21 @@ class _Allocations(_Services):
         self.providers = {self._get_provider_uuid_by_host(host): host
                           for host in ('host1', 'host2')}
         self.flavor1, self.flavor2 = self.api.get_flavors()[:2]
+
+    def _url(self, name):
+        """The SQLite file of database ``name``, in WAL mode.
+
+        Nova's services run in green threads of one process: in the
+        default journal mode, a read transaction left open by one of
+        them makes another's commit fail with "database is locked".
+        Nova's own threading-mode fixtures use WAL for that reason.
+        """
+        url = super()._url(name)
+        path = url[len('sqlite:///'):]
+        if not os.path.exists(path):
+            with contextlib.closing(sqlite3.connect(path)) as conn:
+                conn.execute('PRAGMA journal_mode=WAL')
+        return url
 
     # -- Placement and the rows ----------------------------------------
 
@@ -141,6 +162,107 @@ class _Allocations(_Services):
     def live_migrate_action(self, server):
         self.admin_api.post_server_action(server['id'], {
             'os-migrateLive': {'host': None, 'block_migration': 'auto'}})
+
+    # -- nova-heal allocations -----------------------------------------
+
+    def audit(self, *args):
+        """Run ``nova-heal allocations`` in a process of its own.
+
+        Given nova.conf and placement.conf, as an operator runs it.
+        Returns its exit code and its JSON report.
+        """
+        process = subprocess.run(
+            [sys.executable, '-m', 'healreq', '--config-file',
+             self.config_file, '--config-file', self.placement_config_file,
+             'allocations', '--format', 'json'] + list(args),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=300)
+        try:
+            document = json.loads(process.stdout)
+        except ValueError:
+            self.fail('nova-heal wrote no JSON report (exit %d): %s%s' % (
+                process.returncode, process.stdout, process.stderr))
+        self.assertEqual(process.returncode, document['exit_code'])
+        return process.returncode, document
+
+    def audited(self, code, *args):
+        """Audit, which must exit ``code``; its results by instance.
+
+        ``{uuid: (status, reason or problems, {(consumer, kind, host):
+        (found, expected)})}``, every result of the report.
+        """
+        exit_code, document = self.audit(*args)
+        self.assertEqual(code, exit_code, document)
+        self.assertEqual([], document['cell_errors'])
+        return {r['instance_uuid']: self.outcome(r)
+                for r in document['results']}, document
+
+    def outcome(self, result):
+        """``(status, reason or problems, consumers)`` of a result."""
+        consumers = {}
+        for c in result['consumers']:
+            host = self.providers[c['provider_uuid']]
+            consumers[c['consumer_uuid'], c['kind'], host] = (
+                c['found'], c['expected'])
+        return (result['status'],
+                result.get('reason') or tuple(sorted(result['problems'])),
+                consumers)
+
+    def run_remedies(self, document):
+        """Run every printed remedy, in order, through Nova and Placement.
+
+        Each command becomes its call in the framework:
+        ``nova-manage placement heal_allocations`` is PlacementCommands,
+        ``openstack resource provider allocation delete/set`` the
+        placement API.
+        """
+        ran = []
+        for result in document['results']:
+            for command in result['remedy']:
+                if not command.startswith('#'):
+                    self.run_remedy(command.split())
+                    ran.append(command)
+        return ran
+
+    def run_remedy(self, words):
+        if words[:3] == ['nova-manage', 'placement', 'heal_allocations']:
+            self.assertEqual(['--instance', '--force'], words[3::2][:2])
+            self.assertEqual(0, manage.PlacementCommands().heal_allocations(
+                instance_uuid=words[4], force='--force' in words))
+            return
+        if words[:1] == ['openstack'] and '--os-placement-api-version' in (
+                words):
+            version = words[words.index('--os-placement-api-version') + 1]
+            words = words[:1] + words[3:]
+        else:
+            version = None
+        action = words[1:5]
+        if action == ['resource', 'provider', 'allocation', 'delete']:
+            self.assertEqual(204, self.placement.delete(
+                '/allocations/%s' % words[5]).status)
+            return
+        self.assertEqual(['resource', 'provider', 'allocation', 'set'],
+                         action, words)
+        self.put_allocation(words[5], words[6:], version)
+
+    def put_allocation(self, consumer, options, version):
+        """``allocation set`` of ``consumer``: one provider's amounts."""
+        values = dict(zip(options[::2], options[1::2]))
+        provider, resources = None, {}
+        for item in values['--allocation'].split(','):
+            name, amount = item.split('=')
+            if name == 'rp':
+                provider = amount
+            else:
+                resources[name] = int(amount)
+        current = self.placement.get('/allocations/%s' % consumer,
+                                     version=version).body
+        body = {'allocations': {provider: {'resources': resources}},
+                'project_id': values['--project-id'],
+                'user_id': values['--user-id'],
+                'consumer_generation': current.get('consumer_generation')}
+        self.assertEqual(204, self.placement.put(
+            '/allocations/%s' % consumer, body, version=version).status)
 
     # -- Nova's failure paths ------------------------------------------
 
@@ -250,6 +372,58 @@ class FailurePathsTest(_Allocations):
         self.assertEqual(({'host2': old}, {'host1': old}), (
             self.held(by_hand['id']), self.held(by_hand_migration)))
 
+        # The audit finds each of them, with its consumers, and nothing
+        # else; its remedies, run in order, make Placement agree.
+        leftover = ('leftover-migration',)
+
+        def left(migration):
+            return {(migration, 'migration', 'host1'): (old, {})}
+
+        found, document = self.audited(0)
+        self.assertEqual({
+            finish['id']: ('mismatch', ('wrong-flavor',), {
+                (finish['id'], 'instance', 'host2'): (new, old)}),
+            revert['id']: ('mismatch', leftover, left(revert_migration)),
+            live['id']: ('mismatch', ('leftover-migration', 'wrong-provider'),
+                         {**left(live_migration),
+                          (live['id'], 'instance', 'host1'): ({}, old),
+                          (live['id'], 'instance', 'host2'): (old, {})}),
+            post['id']: ('mismatch', leftover, left(post_migration)),
+            gone_revert['id']: ('mismatch', leftover,
+                                left(gone[gone_revert['id']])),
+            gone_post['id']: ('mismatch', leftover,
+                              left(gone[gone_post['id']])),
+            by_hand['id']: ('mismatch', leftover, left(by_hand_migration)),
+        }, found)
+        self.assertEqual({'instances_checked': 5, 'mismatched': 7,
+                          'pending': 0, 'skipped': 0, 'errors': 0},
+                         document['summary'])
+
+        def heal(server):
+            return ('nova-manage placement heal_allocations --instance %s '
+                    '--force' % server['id'])
+
+        def delete(migration):
+            return 'openstack resource provider allocation delete %s' % (
+                migration)
+
+        self.assertEqual({
+            finish['id']: [heal(finish)],
+            revert['id']: [delete(revert_migration)],
+            live['id']: [delete(live_migration), heal(live)],
+            post['id']: [delete(post_migration)],
+            gone_revert['id']: [delete(gone[gone_revert['id']])],
+            gone_post['id']: [delete(gone[gone_post['id']])],
+            by_hand['id']: [delete(by_hand_migration)],
+        }, {r['instance_uuid']: r['remedy'] for r in document['results']})
+
+        self.run_remedies(document)
+        self.assertEqual({}, self.audited(4)[0])
+        self.assertEqual(
+            ({'host2': old}, {'host1': old}, {'host2': new}, {}),
+            (self.held(finish['id']), self.held(live['id']),
+             self.held(revert['id']), self.held(live_migration)))
+
 
 class ConsistentPathsTest(_Allocations):
     """Moves that end well, and operations held in progress."""
@@ -277,6 +451,7 @@ class ConsistentPathsTest(_Allocations):
             migration, _status = self.migration(server)
             self.assertEqual(({host: flavor}, {}), (
                 self.held(server['id']), self.held(migration)))
+        self.assertEqual({}, self.audited(4)[0])
 
     def test_operations_in_progress_hold_what_they_hold(self):
         old, new = self.resources(self.flavor1), self.resources(self.flavor2)
@@ -287,6 +462,8 @@ class ConsistentPathsTest(_Allocations):
         self.assertEqual('finished', status)
         self.assertEqual(({'host2': new}, {'host1': old}), (
             self.held(verify['id']), self.held(verify_migration)))
+        held = {verify['id']: ('skipped', 'resize-awaiting-confirm', {})}
+        self.assertEqual(held, self.audited(4)[0])
 
         # A live migration held during its memory copy.
         copying, release_copy = threading.Event(), threading.Event()
@@ -308,6 +485,8 @@ class ConsistentPathsTest(_Allocations):
             self.assertEqual('running', status)
             self.assertEqual(({'host2': old}, {'host1': old}), (
                 self.held(live['id']), self.held(live_migration_uuid)))
+            self.assertEqual(dict(held, **{live['id']: (
+                'skipped', 'task-in-progress', {})}), self.audited(4)[0])
             release_copy.set()
             self._wait_for_migration_status(live, ['completed'])
 
@@ -331,6 +510,8 @@ class ConsistentPathsTest(_Allocations):
             self.assertEqual(('BUILD', None), (
                 shown['status'], shown['OS-EXT-SRV-ATTR:host']))
             self.assertEqual({'host1': old}, self.held(building['id']))
+            self.assertEqual(dict(held, **{building['id']: (
+                'skipped', 'building', {})}), self.audited(4)[0])
             release_claim.set()
             self._wait_for_state_change(building, 'ACTIVE')
 
@@ -343,6 +524,8 @@ class ConsistentPathsTest(_Allocations):
         self.assertEqual('done', status)
         self.assertEqual(({'host1': old, 'host2': old}, {}), (
             self.held(evacuated['id']), self.held(evacuation)))
+        self.assertEqual(dict(held, **{evacuated['id']: (
+            'pending', 'evacuation-not-cleaned', {})}), self.audited(4)[0])
 
 
 def load_tests(loader, tests, pattern):
