@@ -287,7 +287,7 @@ compute_nodes = sa.Table(
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
     sa.Column('uuid', sa.String(36)),
     sa.Column('host', sa.String(255)),
-    sa.Column('hypervisor_type', sa.Text),
+    sa.Column('hypervisor_type', MediumText, nullable=False),
     sa.Column('hypervisor_hostname', sa.String(255)),
     sa.UniqueConstraint('host', 'hypervisor_hostname', 'deleted',
                         name='uniq_compute_nodes0host0hypervisor_hostname0'
