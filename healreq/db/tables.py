@@ -298,11 +298,12 @@ compute_nodes = sa.Table(
 
 # -- Placement database (read only) -----------------------------------------
 #
-# Mirrors openstack-placement's models, alike from 8.0.0 (Zed) to 16.0.0
-# (2026.2) in every column declared here. Standard resource classes are
-# numbered by their order in os-resource-classes; the resource_classes
-# table holds the custom ones (ids from 10000) and, since Placement syncs
-# them at start-up, the standard ones too.
+# Mirrors openstack-placement 16.0.0's models (2026.2); these tables and
+# columns date from before Zed's Placement and did not change since.
+# Standard resource classes are numbered by their order in
+# os-resource-classes; the resource_classes table holds the custom ones
+# (ids from 10000) and, since Placement syncs them at start-up, the
+# standard ones too.
 
 resource_providers = sa.Table(
     'resource_providers', placement_metadata,
