@@ -24,12 +24,6 @@ from healreq.heal import allocation_checks
 
 BATCH_SIZE = healreq_conf.option('healreq', 'batch_size').type
 
-EXIT_CODES_HELP = common.exit_codes_help(
-    exception.ALLOCATIONS_MEANINGS,
-    'With --format json, stdout carries one JSON document on every exit '
-    'code: for %d and errors that end the run, {"error": {"exit_code": N, '
-    '"message": "..."}}.' % exception.ExitCode.INVALID_INPUT)
-
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
@@ -45,7 +39,7 @@ def add_parser(subparsers):
                     'and no audit run is recorded. Needs '
                     '[placement_database]/connection: pass placement.conf '
                     'as a second --config-file.',
-        epilog=EXIT_CODES_HELP,
+        epilog=common.ALLOCATIONS_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     target = parser.add_mutually_exclusive_group()
     target.add_argument('--instance', metavar='UUID',

@@ -287,7 +287,7 @@ compute_nodes = sa.Table(
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
     sa.Column('uuid', sa.String(36)),
     sa.Column('host', sa.String(255)),
-    sa.Column('hypervisor_type', sa.Text),
+    sa.Column('hypervisor_type', MediumText, nullable=False),
     sa.Column('hypervisor_hostname', sa.String(255)),
     sa.UniqueConstraint('host', 'hypervisor_hostname', 'deleted',
                         name='uniq_compute_nodes0host0hypervisor_hostname0'
@@ -298,11 +298,12 @@ compute_nodes = sa.Table(
 
 # -- Placement database (read only) -----------------------------------------
 #
-# Mirrors openstack-placement's models, alike from 8.0.0 (Zed) to 16.0.0
-# (2026.2) in every column declared here. Standard resource classes are
-# numbered by their order in os-resource-classes; the resource_classes
-# table holds the custom ones (ids from 10000) and, since Placement syncs
-# them at start-up, the standard ones too.
+# Mirrors openstack-placement 16.0.0's models (2026.2); these tables and
+# columns date from before Zed's Placement and did not change since.
+# Standard resource classes are numbered by their order in
+# os-resource-classes; the resource_classes table holds the custom ones
+# (ids from 10000) and, since Placement syncs them at start-up, the
+# standard ones too.
 
 resource_providers = sa.Table(
     'resource_providers', placement_metadata,

@@ -32,18 +32,14 @@ from healreq import exception
 from healreq.heal import allocation_checks as checks
 from healreq.heal import field_checks
 from healreq.heal import records
+from healreq.objects import allocations as allocation_obj
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image_fields
+from healreq.objects import numa as numa_obj
 from healreq.objects import primitive
 from healreq import releases
 
 LOG = logging.getLogger(__name__)
-
-
-def _derivations():
-    """healreq.objects.allocations, imported when first needed."""
-    from healreq.objects import allocations
-    return allocations
 
 
 class AllocationWalk(object):
@@ -177,15 +173,14 @@ class AllocationWalk(object):
         except field_checks.DerivationError as exc:
             return checks.error_result(record, 'instance-image-invalid',
                                        str(exc))
-        derive = _derivations()
         is_bfv = inputs.is_bfv()
         try:
-            expected = derive.expected_resources(
+            expected = allocation_obj.expected_resources(
                 flavor, image['properties'], is_bfv, self.release)
-            heal = derive.heal_allocations_resources(flavor, is_bfv,
-                                                     self.release)
-        except (ValueError, TypeError, KeyError,
-                image_fields.ImageMetaError) as exc:
+            heal = allocation_obj.heal_allocations_resources(
+                flavor, is_bfv, self.release)
+        except (numa_obj.ConstraintError, primitive.PrimitiveError,
+                image_fields.ImageMetaError, ValueError, TypeError) as exc:
             return checks.error_result(record, 'derivation-failed',
                                        '%s: %s' % (type(exc).__name__, exc))
         return checks.evaluate(record, expected, heal)

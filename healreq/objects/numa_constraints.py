@@ -265,8 +265,11 @@ def _pmem_labels(specs):
     return [label.strip() for label in value.split(',') if label.strip()]
 
 
-def _check_memory_encryption(specs, props):
-    """Validate a memory encryption request against the image."""
+def _check_memory_encryption(specs, props, models=None):
+    """Validate a memory encryption request against the image.
+
+    ``models`` are the model names the release knows (default: all).
+    """
     flavor_text = specs.get('hw:mem_encryption')
     flavor = (None if flavor_text is None
               else notation.boolean(flavor_text))
@@ -287,7 +290,7 @@ def _check_memory_encryption(specs, props):
             'the flavor sets memory encryption model %s, the image %s'
             % (flavor_model, image_model))
     model = image_model or flavor_model or 'amd-sev'
-    if model not in _ENCRYPTION_MODELS:
+    if model not in (models or _ENCRYPTION_MODELS):
         raise numa.ConstraintError(
             'Invalid', 'invalid memory encryption model %r' % (model,))
     needs_stateless, rejects_video = _ENCRYPTION_MODELS[model]
@@ -646,8 +649,11 @@ def pci_numa_policy(specs, props):
 
 
 # From 2025.2 (Nova 32) memory encryption has models, each with its own
-# checks; before, every request was AMD SEV.
+# checks; before, every request was AMD SEV. 2026.2 (Nova 34) added
+# amd-sev-snp and intel-tdx.
 MEMORY_ENCRYPTION_MODELS_FROM = 32
+_FIRST_MEMORY_ENCRYPTION_MODELS = ('amd-sev', 'amd-sev-es')
+ALL_MEMORY_ENCRYPTION_MODELS_FROM = 34
 
 
 def check_memory_encryption(specs, props, release):
@@ -656,8 +662,12 @@ def check_memory_encryption(specs, props, release):
     hardware.get_mem_encryption_constraint as the scheduler calls it (no
     machine type of its own: the image's counts).
     """
-    if release.nova >= MEMORY_ENCRYPTION_MODELS_FROM:
+    if release.nova >= ALL_MEMORY_ENCRYPTION_MODELS_FROM:
         _check_memory_encryption(specs, props)
+        return
+    if release.nova >= MEMORY_ENCRYPTION_MODELS_FROM:
+        _check_memory_encryption(specs, props,
+                                 _FIRST_MEMORY_ENCRYPTION_MODELS)
         return
     flavor_text = specs.get('hw:mem_encryption')
     flavor = None if flavor_text is None else notation.boolean(flavor_text)
