@@ -121,6 +121,29 @@ def heal_allocations_resources(flavor, is_bfv, release):
     return requested_resources(flavor, {}, is_bfv, release)
 
 
+def heal_allocations_refusal(flavor, is_bfv, release):
+    """Why ``heal_allocations`` fails for the flavor, or None.
+
+    It refuses a flavor whose ``resources:VGPU`` or
+    ``accel:device_profile`` extra spec is set to anything (even ``0``),
+    and fails where Nova refuses the flavor without an image (memory
+    encryption, whose image must ask for UEFI firmware).
+    """
+    specs = flavor.get('extra_specs') or {}
+    for key, what in (('resources:VGPU', 'vGPUs'),
+                      ('accel:device_profile', 'accelerators')):
+        if specs.get(key):
+            return ('nova-manage placement heal_allocations does not heal '
+                    'instances with %s (%s)' % (what, key))
+    try:
+        heal_allocations_resources(flavor, is_bfv, release)
+    except numa.ConstraintError as exc:
+        return ('nova-manage placement heal_allocations fails for the '
+                'flavor without its image (%s): %s'
+                % (exc.nova_exception, exc))
+    return None
+
+
 def requested_resources(flavor, image_props, is_bfv, release):
     """``{class: amount}`` over all request groups, zeros stripped.
 

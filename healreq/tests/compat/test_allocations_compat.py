@@ -48,6 +48,7 @@ try:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         import nova
+        from nova.cmd import manage as nova_manage
         from nova import objects as nova_objects
         from nova.scheduler import utils as nova_scheduler_utils
 except ImportError:  # pragma: no cover - depends on the environment
@@ -262,9 +263,24 @@ class AllocationsCompatTestCase(base.NovaTestCase):
     def _nova_heal(flavor, is_bfv):
         instance = nova_objects.Instance(
             uuid='7c1e5b0a-3f2d-4e9a-8b6c-1d0f2e3a4b5c',
-            image_ref='' if is_bfv else 'an-image')
+            image_ref='' if is_bfv else 'an-image', flavor=flavor)
         instance._context = None
         return nova_scheduler_utils.resources_from_flavor(instance, flavor)
+
+    @staticmethod
+    def _nova_heal_refuses(instance_flavor):
+        """Whether heal_allocations refuses or fails for the flavor."""
+        instance = nova_objects.Instance(
+            uuid='7c1e5b0a-3f2d-4e9a-8b6c-1d0f2e3a4b5c',
+            flavor=instance_flavor)
+        commands = nova_manage.PlacementCommands
+        try:
+            commands.ensure_instance_has_no_vgpu_request(instance)
+            commands.ensure_instance_has_no_cyborg_device_profile_request(
+                instance)
+        except Exception:
+            return True
+        return False
 
     @staticmethod
     def _split_problem(expected, requested):
@@ -320,6 +336,14 @@ class AllocationsCompatTestCase(base.NovaTestCase):
             if not _same(our_heal, their_heal):
                 disagreements.append('heal_allocations %s: ours %r, nova %r'
                                      % (where, our_heal, their_heal))
+            nova_refuses = (self._nova_heal_refuses(flavor)
+                            or their_heal[0] == 'refused')
+            our_refusal = allocations.heal_allocations_refusal(
+                data, is_bfv, base.RELEASE)
+            if nova_refuses != (our_refusal is not None):
+                disagreements.append(
+                    'heal_allocations refusal %s: ours %r, nova %s'
+                    % (where, our_refusal, nova_refuses))
             kind = _heal_difference(their_heal, theirs)
             if kind:
                 differences[kind] = differences.get(kind, 0) + 1

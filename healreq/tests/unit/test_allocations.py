@@ -303,3 +303,15 @@ class HealAllocationsTest(testtools.TestCase):
     def test_volume_backed(self):
         self.assertNotIn('DISK_GB', allocations.heal_allocations_resources(
             _flavor(), True, LATEST))
+
+    def test_refusals(self):
+        refusal = allocations.heal_allocations_refusal
+        self.assertIsNone(refusal(_flavor(), False, LATEST))
+        for specs in (_specs(resources__VGPU='0'),
+                      _specs(accel__device_profile='dp1'),
+                      _specs(hw__mem_encryption='true')):
+            self.assertIn('heal_allocations',
+                          refusal(_flavor(**specs), False, LATEST))
+        # A granular vGPU group is not refused by its check.
+        self.assertIsNone(refusal(_flavor(**_specs(resources1__VGPU='1')),
+                                  False, LATEST))
