@@ -162,6 +162,29 @@ class _Allocations(_Services):
         self.admin_api.post_server_action(server['id'], {
             'os-migrateLive': {'host': None, 'block_migration': 'auto'}})
 
+    @contextlib.contextmanager
+    def holding(self, target, action):
+        """Run ``action``; hold Nova's method ``target`` during the block.
+
+        The block starts once a service has entered the method, with what
+        ``action`` returned; when it ends, the method goes on as Nova's.
+        """
+        entered, release = threading.Event(), threading.Event()
+        original = mock.patch(target).get_original()[0]
+
+        def waiting(*args, **kwargs):
+            entered.set()
+            release.wait(60)
+            return original(*args, **kwargs)
+
+        with mock.patch(target, waiting):
+            try:
+                returned = action()
+                self.assertTrue(entered.wait(30), '%s never called' % target)
+                yield returned
+            finally:
+                release.set()
+
     # -- nova-heal allocations -----------------------------------------
 
     def audit(self, *args):
@@ -439,55 +462,47 @@ class ConsistentPathsTest(_Allocations):
         held = {verify['id']: ('skipped', 'resize-awaiting-confirm', {})}
         self.assertEqual(held, self.audited(4)[0])
 
+        # A resize held during its disk copy on the source.
+        resizing = self.boot('resizing')
+        with self.holding(
+                'nova.virt.fake.FakeDriver.migrate_disk_and_power_off',
+                lambda: self.api.post_server_action(resizing['id'], {
+                    'resize': {'flavorRef': self.flavor2['id']}})):
+            resize_migration, status = self.migration(resizing)
+            self.assertEqual('migrating', status)
+            self.assertEqual(({'host2': new}, {'host1': old}), (
+                self.held(resizing['id']), self.held(resize_migration)))
+            self.assertEqual({**held, resizing['id']: (
+                'skipped', 'task-in-progress', {})}, self.audited(4)[0])
+        self._confirm_resize(self._wait_for_state_change(resizing,
+                                                         'VERIFY_RESIZE'))
+
         # A live migration held during its memory copy.
-        copying, release_copy = threading.Event(), threading.Event()
-
-        def live_migration(driver, context, instance, dest, post_method,
-                           recover_method, block_migration=False,
-                           migrate_data=None):
-            copying.set()
-            release_copy.wait(60)
-            post_method(context, instance, dest, block_migration,
-                        migrate_data)
-
         live = self.boot('live')
-        with mock.patch('nova.virt.fake.FakeDriver.live_migration',
-                        live_migration):
-            self.live_migrate_action(live)
-            self.assertTrue(copying.wait(30))
-            live_migration_uuid, status = self.migration(live)
+        with self.holding('nova.virt.fake.FakeDriver.live_migration',
+                          lambda: self.live_migrate_action(live)):
+            live_migration, status = self.migration(live)
             self.assertEqual('running', status)
             self.assertEqual(({'host2': old}, {'host1': old}), (
-                self.held(live['id']), self.held(live_migration_uuid)))
-            self.assertEqual(dict(held, **{live['id']: (
-                'skipped', 'task-in-progress', {})}), self.audited(4)[0])
-            release_copy.set()
-            self._wait_for_migration_status(live, ['completed'])
+                self.held(live['id']), self.held(live_migration)))
+            self.assertEqual({**held, live['id']: (
+                'skipped', 'task-in-progress', {})}, self.audited(4)[0])
+        self._wait_for_migration_status(live, ['completed'])
 
         # A boot held before the compute's claim: the scheduler's
         # allocation, on a host the instance does not name yet.
-        claiming, release_claim = threading.Event(), threading.Event()
-        build = 'nova.compute.manager.ComputeManager._build_and_run_instance'
-        build_and_run = mock.patch(build).get_original()[0]
-
-        def held_build(manager, *args, **kwargs):
-            claiming.set()
-            release_claim.wait(60)
-            return build_and_run(manager, *args, **kwargs)
-
-        with mock.patch(build, held_build):
-            building = self.api.post_server({'server': self._build_server(
-                name='building', flavor_id=self.flavor1['id'],
-                networks='none')})
-            self.assertTrue(claiming.wait(30))
+        with self.holding(
+                'nova.compute.manager.ComputeManager._build_and_run_instance',
+                lambda: self.api.post_server({'server': self._build_server(
+                    name='building', flavor_id=self.flavor1['id'],
+                    networks='none')})) as building:
             shown = self.admin_api.get_server(building['id'])
             self.assertEqual(('BUILD', None), (
                 shown['status'], shown['OS-EXT-SRV-ATTR:host']))
             self.assertEqual({'host1': old}, self.held(building['id']))
-            self.assertEqual(dict(held, **{building['id']: (
-                'skipped', 'building', {})}), self.audited(4)[0])
-            release_claim.set()
-            self._wait_for_state_change(building, 'ACTIVE')
+            self.assertEqual({**held, building['id']: (
+                'skipped', 'building', {})}, self.audited(4)[0])
+        self._wait_for_state_change(building, 'ACTIVE')
 
         # An evacuation whose source is still down: the instance holds
         # both hosts until the source cleans up.
@@ -498,8 +513,8 @@ class ConsistentPathsTest(_Allocations):
         self.assertEqual('done', status)
         self.assertEqual(({'host1': old, 'host2': old}, {}), (
             self.held(evacuated['id']), self.held(evacuation)))
-        self.assertEqual(dict(held, **{evacuated['id']: (
-            'pending', 'evacuation-not-cleaned', {})}), self.audited(4)[0])
+        self.assertEqual({**held, evacuated['id']: (
+            'pending', 'evacuation-not-cleaned', {})}, self.audited(4)[0])
 
 
 def load_tests(loader, tests, pattern):
