@@ -49,6 +49,7 @@ from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
 from healreq.exception import ExitCode
+from healreq.heal import allocation_walk
 from healreq.heal import budget
 from healreq.heal import context
 from healreq.heal import decisions
@@ -219,6 +220,92 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
             api_engine), _audit_store(conf, audit) as store:
         return _recorded_run(api_engine, store, mode, command,
                              _filters(options), work, outputs)
+
+
+@dataclasses.dataclass
+class AllocationsResult:
+    """The outcome of a run of ``allocations`` (nothing is recorded).
+
+    ``report`` is a heal.allocation_checks.AllocationReport; ``problems``
+    one-line messages about files the run could not write (metrics),
+    already counted in ``exit_code``.
+    """
+    report: object
+    exit_code: ExitCode
+    problems: list = dataclasses.field(default_factory=list)
+
+
+def allocations_exit_code(report):
+    """The exit code of an AllocationReport: 2, else 0 if found, else 4."""
+    if report.cell_errors or report.count('error'):
+        return ExitCode.NEEDS_ATTENTION
+    if report.count('mismatch'):
+        return ExitCode.HEALED
+    return ExitCode.NOTHING_TO_HEAL
+
+
+def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
+                    batch_size=None, metrics_file=None, target=None,
+                    clock=clock_module.utcnow):
+    """Compare every instance's Placement allocations with Nova's. Read only.
+
+    Reads the API, cell and Placement databases; writes nothing to any
+    (no audit run is recorded); ``metrics_file`` receives the run's
+    metrics. ``target`` is a Release that overrides detection. Raises
+    InvalidInput (exit 127) without ``[placement_database]/connection``.
+    Returns an AllocationsResult.
+    """
+    if not conf.placement_database.connection:
+        raise exception.InvalidInput(
+            '[placement_database]/connection is not set; pass '
+            '--config-file /etc/placement/placement.conf')
+    refuse_unsafe_outputs(conf, [('--metrics-file', metrics_file)])
+    started = time.monotonic()
+    with _api_engine(conf) as api_engine, _placement_engine(
+            conf) as placement_engine:
+        run_context = _context(conf, api_engine, clock,
+                               target or target_release(conf),
+                               conf.service_down_time)
+        try:
+            walk = allocation_walk.AllocationWalk(
+                run_context, placement_engine,
+                batch_size or conf.healreq.batch_size,
+                instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+            report = walk.run()
+        finally:
+            run_context.close()
+    code = allocations_exit_code(report)
+    problems = []
+    if metrics_file:
+        now = time.time()
+        text = metrics.render_allocations(report, code,
+                                          time.monotonic() - started, now)
+        success = now if code != ExitCode.NEEDS_ATTENTION else None
+        try:
+            metrics.write(metrics_file, text, success,
+                          prefix=metrics.ALLOCATIONS_PREFIX)
+        except OSError as exc:
+            problems.append('nova-heal: error: cannot write metrics file '
+                            '%s: %s' % (metrics_file, exc))
+            code = ExitCode.NEEDS_ATTENTION
+    return AllocationsResult(report, code, problems)
+
+
+@contextlib.contextmanager
+def _placement_engine(conf):
+    """The engine of ``[placement_database]/connection``."""
+    try:
+        engine = engines.create_engine(
+            conf.placement_database.connection, pool_size=1,
+            lock_wait_timeout=conf.healreq.lock_wait_timeout)
+    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
+        raise exception.InvalidInput(
+            'invalid [placement_database]/connection: %s'
+            % engines.describe_error(exc))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def refuse_unsafe_outputs(conf, files):

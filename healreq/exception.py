@@ -167,6 +167,44 @@ REPLAY_MEANINGS = {
     for code, meaning in MEANINGS.items()
     if code is not ExitCode.MAX_COUNT_REACHED}
 
+# What the exit codes of ``allocations`` (read only) mean; it never exits
+# 1 or 3.
+_ALLOCATIONS_DIFFERENCES = {
+    ExitCode.HEALED: Meaning(
+        'mismatches found: some instances\' allocations disagree with '
+        'what Nova would allocate, or leftover consumers hold resources '
+        '(nothing is written; the report gives the remedy)',
+        'Review each remedy, run its commands in the order given, then '
+        'run the audit again (exit %d).' % ExitCode.NOTHING_TO_HEAL),
+    ExitCode.NEEDS_ATTENTION: Meaning(
+        'some instances or cells could not be evaluated (a missing or '
+        'unparsable row, a compute node that is not found, an unreachable '
+        'cell), or the API or Placement database failed',
+        'Read the ERROR lines or the line on stderr; the other instances '
+        'were compared normally.'),
+    ExitCode.NOTHING_TO_HEAL: Meaning(
+        'nothing found: every checked instance\'s allocations agree '
+        '(instances in flight are skipped or pending, never flagged)',
+        'Nothing: this is the healthy result.'),
+    ExitCode.INVALID_INPUT: Meaning(
+        'invalid input, with a one-line message on stderr: a bad UUID, an '
+        'unknown instance or cell, conflicting options, a missing or '
+        'invalid configuration ([placement_database]/connection or '
+        '[api_database]/connection not set), a --metrics-file that would '
+        'replace a configuration file or a Nova database, or a '
+        '[healreq]/target_release that is not a supported release',
+        'Read the one-line message; fix the command line or the '
+        'configuration (pass placement.conf with --config-file).'),
+    ExitCode.INTERRUPTED: Meaning(
+        'interrupted by SIGINT (Ctrl-C): stopped at once, nothing '
+        'reported',
+        'Run again.'),
+}
+ALLOCATIONS_MEANINGS = {
+    code: _ALLOCATIONS_DIFFERENCES.get(code, meaning)
+    for code, meaning in MEANINGS.items()
+    if code not in (ExitCode.MAX_COUNT_REACHED, ExitCode.CONFLICT)}
+
 # When several outcomes of a run apply, the most severe decides the exit
 # code, in this order (a signal ends the run whatever else applies).
 SEVERITY = (ExitCode.UNEXPECTED_ERROR, ExitCode.INVALID_INPUT,
@@ -182,6 +220,7 @@ def severity_order(codes):
 
 # The components an error can name.
 API_DATABASE = 'API database'
+PLACEMENT_DATABASE = 'Placement database'
 AUDIT_STORE = 'audit store'
 
 
@@ -290,6 +329,12 @@ class ApiDatabaseError(HealreqError):
     """The API database failed; nothing more can be read or written."""
     exit_code = ExitCode.NEEDS_ATTENTION
     component = API_DATABASE
+
+
+class PlacementDatabaseError(HealreqError):
+    """The Placement database failed; nothing more can be read."""
+    exit_code = ExitCode.NEEDS_ATTENTION
+    component = PLACEMENT_DATABASE
 
 
 class AuditStoreError(HealreqError):

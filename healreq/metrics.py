@@ -16,6 +16,7 @@ collector, written atomically (write, then rename) at the end of a run.
 """
 
 from healreq import atomic_file
+from healreq.heal import allocation_checks
 from healreq.heal.findings import Status
 
 _PREFIX = 'nova_heal_request_specs'
@@ -106,14 +107,57 @@ def _by_field(report, name, fields_of, help_text):
     return lines
 
 
-def write(path, text, success_timestamp=None):
+ALLOCATIONS_PREFIX = 'nova_heal_allocations'
+
+
+def _gauge(lines, metric, help_text):
+    lines.append('# HELP %s %s' % (metric, help_text))
+    lines.append('# TYPE %s gauge' % metric)
+
+
+def render_allocations(report, exit_code, duration, finished_at):
+    """The metrics of a run of ``allocations`` as Prometheus text.
+
+    Per problem class (``reason``) and per status, so that an alert can
+    fire on leftover consumers alone.
+    """
+    lines = []
+    metric = '%s_instances_checked' % ALLOCATIONS_PREFIX
+    _gauge(lines, metric, 'Instances checked in the last run.')
+    lines.append('%s %d' % (metric, report.instances_checked))
+    metric = '%s_problems' % ALLOCATIONS_PREFIX
+    _gauge(lines, metric, 'Instances with this problem in the last run.')
+    for reason, count in sorted(report.problem_counts().items()):
+        lines.append('%s{reason="%s"} %d' % (metric, _label(reason), count))
+    metric = '%s_results' % ALLOCATIONS_PREFIX
+    _gauge(lines, metric, 'Instances reported with this status in the last '
+                          'run.')
+    for status in allocation_checks.STATUSES:
+        lines.append('%s{status="%s"} %d'
+                     % (metric, status, report.count(status)))
+    metric = '%s_cell_errors' % ALLOCATIONS_PREFIX
+    _gauge(lines, metric, 'Cells that could not be read in the last run.')
+    lines.append('%s %d' % (metric, len(report.cell_errors)))
+    for name, help_text, value in (
+            ('exit_code', 'Exit code of the last run.', int(exit_code)),
+            ('duration_seconds', 'Wall time of the last run.',
+             '%.3f' % duration),
+            ('last_run_timestamp_seconds', 'When the last run ended.',
+             '%d' % finished_at)):
+        metric = '%s_%s' % (ALLOCATIONS_PREFIX, name)
+        _gauge(lines, metric, help_text)
+        lines.append('%s %s' % (metric, value))
+    return '\n'.join(lines) + '\n'
+
+
+def write(path, text, success_timestamp=None, prefix=_PREFIX):
     """Write ``text`` to ``path`` atomically.
 
     ``success_timestamp`` (a run that ended with exit 0 or 4) is added as
-    ``..._last_success_timestamp_seconds``; otherwise the value of the
+    ``<prefix>_last_success_timestamp_seconds``; otherwise the value of the
     previous file is kept, so an alert can fire on its age.
     """
-    metric = '%s_last_success_timestamp_seconds' % _PREFIX
+    metric = '%s_last_success_timestamp_seconds' % prefix
     if success_timestamp is None:
         success_timestamp = _previous_value(path, metric)
     if success_timestamp is not None:

@@ -29,6 +29,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from healreq import api
+from healreq.cmd import allocations
 from healreq.cmd import audit_commands
 from healreq.cmd import collector
 from healreq.cmd import common
@@ -84,6 +85,7 @@ def _demo(conf, argv):
 
 def _add_commands(subparsers):
     request_specs.add_parser(subparsers)
+    allocations.add_parser(subparsers)
     audit_commands.add_parsers(subparsers)
     _demo_parser(subparsers)
 

@@ -31,6 +31,12 @@ database_group = cfg.OptGroup(
     help='The local cell database, as in nova.conf. healreq uses it only '
          'to format cell_mappings.database_connection templates.')
 
+placement_database_group = cfg.OptGroup(
+    'placement_database',
+    title='Placement database options',
+    help='The Placement database, as in placement.conf. Read only, by '
+         'nova-heal allocations.')
+
 api_database_opts = [
     cfg.StrOpt('connection',
                secret=True,
@@ -48,14 +54,28 @@ database_opts = [
                     'as Nova formats them.'),
 ]
 
+placement_database_opts = [
+    cfg.StrOpt('connection',
+               secret=True,
+               help='SQLAlchemy URL of the Placement database, for example '
+                    'mysql+pymysql://placement:SECRET@db/placement, as '
+                    'placement.conf names it. Required by nova-heal '
+                    'allocations, which only reads it; pass placement.conf '
+                    'with a second --config-file.'),
+]
+
 
 def register_opts(conf):
     conf.register_group(api_database_group)
     conf.register_opts(api_database_opts, group=api_database_group)
     conf.register_group(database_group)
     conf.register_opts(database_opts, group=database_group)
+    conf.register_group(placement_database_group)
+    conf.register_opts(placement_database_opts,
+                       group=placement_database_group)
 
 
 def list_opts():
     return [(api_database_group, api_database_opts),
-            (database_group, database_opts)]
+            (database_group, database_opts),
+            (placement_database_group, placement_database_opts)]

@@ -244,3 +244,71 @@ def get_services(conn):
                       s.c.updated_at).where(
         s.c.deleted == 0).order_by(s.c.id)
     return rows.dicts(conn.execute(query))
+
+
+# -- nova-heal allocations ---------------------------------------------------
+
+_ALLOCATION_INSTANCE_COLUMNS = ('id', 'uuid', 'deleted', 'hidden', 'vm_state',
+                                'task_state', 'host', 'node', 'project_id',
+                                'user_id', 'image_ref')
+_MIGRATION_COLUMNS = ('id', 'uuid', 'instance_uuid', 'status',
+                      'migration_type', 'source_compute', 'source_node',
+                      'dest_compute', 'dest_node', 'deleted')
+
+
+def _allocation_statements():
+    i = tables.instances
+    m = tables.migrations
+    c = tables.compute_nodes
+    instance = sa.select(*(i.c[name] for name in
+                           _ALLOCATION_INSTANCE_COLUMNS))
+    migration = sa.select(*(m.c[name] for name in _MIGRATION_COLUMNS))
+    return dict(
+        page=instance.where(
+            i.c.deleted == 0, i.c.id > sa.bindparam('after_id')).order_by(
+            i.c.id).limit(sa.bindparam('limit')),
+        instances=instance.where(i.c.uuid.in_(_uuids())),
+        # Deleted rows too: a leftover consumer may outlive its row.
+        migrations=migration.where(
+            m.c.instance_uuid.in_(_uuids())).order_by(m.c.id),
+        migrations_by_uuid=migration.where(
+            m.c.uuid.in_(_uuids())).order_by(m.c.id),
+        compute_nodes=sa.select(c.c.uuid, c.c.host, c.c.hypervisor_hostname,
+                                c.c.hypervisor_type).where(
+            c.c.deleted == 0).order_by(c.c.id),
+    )
+
+
+_ALLOCATION_QUERIES = _allocation_statements()
+
+
+def get_allocation_instance_page(conn, after_id, limit):
+    """Live instances with ``id > after_id`` as ``allocations`` reads them."""
+    return rows.dicts(conn.execute(_ALLOCATION_QUERIES['page'],
+                                   {'after_id': after_id, 'limit': limit}))
+
+
+def get_allocation_instances(conn, instance_uuids):
+    """Instances (live or deleted) by uuid, as ``allocations`` reads them."""
+    return rows.keyed(conn.execute(_ALLOCATION_QUERIES['instances'],
+                                   {'uuids': list(instance_uuids)}), 'uuid')
+
+
+def get_all_migrations(conn, instance_uuids):
+    """Every migration of the instances, soft-deleted ones included."""
+    return rows.grouped(conn.execute(_ALLOCATION_QUERIES['migrations'],
+                                     {'uuids': list(instance_uuids)}),
+                        'instance_uuid')
+
+
+def get_migrations_by_uuid(conn, migration_uuids):
+    """Migrations (soft-deleted ones included) by their uuid."""
+    return rows.keyed(conn.execute(_ALLOCATION_QUERIES['migrations_by_uuid'],
+                                   {'uuids': list(migration_uuids)}), 'uuid')
+
+
+def get_compute_nodes(conn):
+    """The cell's live compute nodes, by ``(host, hypervisor_hostname)``."""
+    return {(node['host'], node['hypervisor_hostname']): node
+            for node in rows.dicts(conn.execute(
+                _ALLOCATION_QUERIES['compute_nodes']))}

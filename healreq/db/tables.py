@@ -35,6 +35,7 @@ CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
 api_metadata = sa.MetaData()
 cell_metadata = sa.MetaData()
+placement_metadata = sa.MetaData()
 
 
 def _timestamps():
@@ -276,6 +277,8 @@ migrations = sa.Table(
               sa.ForeignKey('instances.uuid')),
     sa.Column('old_instance_type_id', sa.Integer),
     sa.Column('new_instance_type_id', sa.Integer),
+    sa.Column('source_node', sa.String(255)),
+    sa.Column('dest_node', sa.String(255)),
     sa.Column('migration_type',
               sa.Enum('migration', 'resize', 'live-migration', 'evacuation',
                       name='migration_type')),
@@ -303,4 +306,82 @@ services = sa.Table(
     sa.Column('last_seen_up', sa.DateTime),
     sa.UniqueConstraint('host', 'binary', 'deleted',
                         name='uniq_services0host0binary0deleted'),
+    **_MYSQL_TABLE_ARGS)
+
+# Read only, by ``nova-heal allocations``: the resource provider of a
+# compute node has the node's uuid. Nova's table has many more columns,
+# all with defaults or nullable.
+compute_nodes = sa.Table(
+    'compute_nodes', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36)),
+    sa.Column('host', sa.String(255)),
+    sa.Column('hypervisor_type', MediumText, nullable=False),
+    sa.Column('hypervisor_hostname', sa.String(255)),
+    sa.UniqueConstraint('host', 'hypervisor_hostname', 'deleted',
+                        name='uniq_compute_nodes0host0hypervisor_hostname0'
+                             'deleted'),
+    sa.Index('compute_nodes_uuid_idx', 'uuid', unique=True),
+    **_MYSQL_TABLE_ARGS)
+
+
+# -- Placement database (read only) -----------------------------------------
+#
+# Mirrors openstack-placement 16.0.0's models (2026.2); these tables and
+# columns date from before Zed's Placement and did not change since.
+# Standard resource classes are numbered by their order in
+# os-resource-classes; the resource_classes table holds the custom ones
+# (ids from 10000) and, since Placement syncs them at start-up, the
+# standard ones too.
+
+resource_providers = sa.Table(
+    'resource_providers', placement_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, nullable=False),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('name', sa.Unicode(200)),
+    sa.Column('generation', sa.Integer, default=0),
+    sa.Column('root_provider_id', sa.Integer,
+              sa.ForeignKey('resource_providers.id')),
+    sa.Column('parent_provider_id', sa.Integer,
+              sa.ForeignKey('resource_providers.id')),
+    sa.UniqueConstraint('uuid', name='uniq_resource_providers0uuid'),
+    sa.UniqueConstraint('name', name='uniq_resource_providers0name'),
+    **_MYSQL_TABLE_ARGS)
+
+resource_classes = sa.Table(
+    'resource_classes', placement_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, nullable=False),
+    sa.Column('name', sa.String(255), nullable=False),
+    sa.UniqueConstraint('name', name='uniq_resource_classes0name'),
+    **_MYSQL_TABLE_ARGS)
+
+allocations = sa.Table(
+    'allocations', placement_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, nullable=False),
+    sa.Column('resource_provider_id', sa.Integer, nullable=False),
+    sa.Column('consumer_id', sa.String(36), nullable=False),
+    sa.Column('resource_class_id', sa.Integer, nullable=False),
+    sa.Column('used', sa.Integer, nullable=False),
+    sa.Index('allocations_resource_provider_class_used_idx',
+             'resource_provider_id', 'resource_class_id', 'used'),
+    sa.Index('allocations_resource_class_id_idx', 'resource_class_id'),
+    sa.Index('allocations_consumer_id_idx', 'consumer_id'),
+    **_MYSQL_TABLE_ARGS)
+
+consumers = sa.Table(
+    'consumers', placement_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, nullable=False,
+              autoincrement=True),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('project_id', sa.Integer, nullable=False),
+    sa.Column('user_id', sa.Integer, nullable=False),
+    sa.Column('generation', sa.Integer, nullable=False, default=0,
+              server_default='0'),
+    sa.UniqueConstraint('uuid', name='uniq_consumers0uuid'),
     **_MYSQL_TABLE_ARGS)

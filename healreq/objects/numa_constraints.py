@@ -265,8 +265,11 @@ def _pmem_labels(specs):
     return [label.strip() for label in value.split(',') if label.strip()]
 
 
-def _check_memory_encryption(specs, props):
-    """Validate a memory encryption request against the image."""
+def _check_memory_encryption(specs, props, models=None):
+    """Validate a memory encryption request against the image.
+
+    ``models`` are the model names the release knows (default: all).
+    """
     flavor_text = specs.get('hw:mem_encryption')
     flavor = (None if flavor_text is None
               else notation.boolean(flavor_text))
@@ -287,7 +290,7 @@ def _check_memory_encryption(specs, props):
             'the flavor sets memory encryption model %s, the image %s'
             % (flavor_model, image_model))
     model = image_model or flavor_model or 'amd-sev'
-    if model not in _ENCRYPTION_MODELS:
+    if model not in (models or _ENCRYPTION_MODELS):
         raise numa.ConstraintError(
             'Invalid', 'invalid memory encryption model %r' % (model,))
     needs_stateless, rejects_video = _ENCRYPTION_MODELS[model]
@@ -584,3 +587,103 @@ def constraints(vcpus, memory_mb, extra_specs, image_props,
         return None
     layout = _layout(vcpus, memory_mb, nodes or 1, specs, props)
     return _topology(vcpus, layout, cpu, pagesize)
+
+
+# The single rules that other derivations share (the scheduler's
+# allocation request applies them too, see objects.allocations).
+
+def extra_specs(specs):
+    """Extra spec values as Nova's Flavor object holds them (strings)."""
+    return _extra_specs(specs)
+
+
+def cpu_policy(specs, props):
+    """hardware.get_cpu_policy_constraint: the settled CPU policy."""
+    return _cpu_policy(specs, props)
+
+
+def cpu_thread_policy(specs, props):
+    """hardware.get_cpu_thread_policy_constraint."""
+    return _thread_policy(specs, props)
+
+
+def emulator_threads_policy(specs):
+    """hardware.get_emulator_thread_policy_constraint."""
+    return _emulator_threads_policy(specs)
+
+
+def dedicated_cpus(vcpus, specs):
+    """The vCPUs ``hw:cpu_dedicated_mask`` pins, or None."""
+    return _dedicated_cpus(vcpus, specs)
+
+
+def realtime_cpus(vcpus, specs, props):
+    """The realtime vCPUs, or None unless ``hw:cpu_realtime`` is true."""
+    return _realtime_cpus(vcpus, specs, props)
+
+
+def pmem_labels(specs):
+    """The ``hw:pmem`` labels, one per persistent memory namespace."""
+    return _pmem_labels(specs)
+
+
+# hardware.get_pci_numa_policy_constraint's accepted policies.
+PCI_NUMA_POLICIES = ('required', 'legacy', 'preferred', 'socket')
+
+
+def pci_numa_policy(specs, props):
+    """The PCI NUMA affinity policy; raises where Nova refuses it."""
+    flavor = specs.get('hw:pci_numa_affinity_policy')
+    image = props.get('hw_pci_numa_affinity_policy')
+    if flavor and image and flavor != image:
+        raise numa.ConstraintError(
+            'ImagePCINUMAPolicyForbidden',
+            'the image asks for PCI NUMA affinity policy %s, the flavor '
+            'for %s' % (image, flavor))
+    policy = flavor or image
+    if policy and policy not in PCI_NUMA_POLICIES:
+        raise numa.ConstraintError(
+            'InvalidPCINUMAAffinity',
+            'invalid PCI NUMA affinity policy %r' % (policy,))
+    return policy
+
+
+# From 2025.2 (Nova 32) memory encryption has models, each with its own
+# checks; before, every request was AMD SEV. 2026.2 (Nova 34) added
+# amd-sev-snp and intel-tdx.
+MEMORY_ENCRYPTION_MODELS_FROM = 32
+_FIRST_MEMORY_ENCRYPTION_MODELS = ('amd-sev', 'amd-sev-es')
+ALL_MEMORY_ENCRYPTION_MODELS_FROM = 34
+
+
+def check_memory_encryption(specs, props, release):
+    """Raise numa.ConstraintError where ``release`` refuses encryption.
+
+    hardware.get_mem_encryption_constraint as the scheduler calls it (no
+    machine type of its own: the image's counts).
+    """
+    if release.nova >= ALL_MEMORY_ENCRYPTION_MODELS_FROM:
+        _check_memory_encryption(specs, props)
+        return
+    if release.nova >= MEMORY_ENCRYPTION_MODELS_FROM:
+        _check_memory_encryption(specs, props,
+                                 _FIRST_MEMORY_ENCRYPTION_MODELS)
+        return
+    flavor_text = specs.get('hw:mem_encryption')
+    flavor = None if flavor_text is None else notation.boolean(flavor_text)
+    image = props.get('hw_mem_encryption')
+    if flavor is not None and image is not None and flavor != image:
+        raise numa.ConstraintError(
+            'FlavorImageConflict',
+            'the flavor sets hw:mem_encryption=%s, the image '
+            'hw_mem_encryption=%s' % (flavor_text, image))
+    if props.get('hw_firmware_type') != 'uefi':
+        raise numa.ConstraintError(
+            'FlavorImageConflict',
+            'memory encryption needs hw_firmware_type=uefi on the image')
+    machine_type = props.get('hw_machine_type')
+    if machine_type is not None and 'q35' not in machine_type:
+        raise numa.ConstraintError(
+            'InvalidMachineType',
+            'memory encryption needs a q35 machine type, not %s'
+            % machine_type)

@@ -28,6 +28,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from healreq import clock
+from healreq.db import placement_queries
 from healreq.db import tables
 from healreq.heal import decisions
 
@@ -484,3 +485,93 @@ def _insert_instance_children(conn, uuid, system_metadata, block_devices,
                       migration_type='resize', status='error')
         values.update(migration)
         conn.execute(tables.migrations.insert().values(**values))
+
+
+def add_compute_node(engine, host, node=None, uuid=None,
+                     hypervisor_type='QEMU', deleted=False):
+    """A compute node of a cell; return its uuid (its provider's uuid).
+
+    ``node`` defaults to ``host.example.org``, as add_instance names it.
+    """
+    uuid = uuid or str(uuidlib.uuid4())
+    node = node or host + '.example.org'
+    with engine.begin() as conn:
+        result = conn.execute(tables.compute_nodes.insert().values(
+            uuid=uuid, host=host, hypervisor_hostname=node,
+            hypervisor_type=hypervisor_type, deleted=0,
+            created_at=LONG_AGO))
+        if deleted:
+            row_id = result.inserted_primary_key[0]
+            conn.execute(tables.compute_nodes.update().where(
+                tables.compute_nodes.c.id == row_id).values(
+                deleted=row_id, deleted_at=LONG_AGO))
+    return uuid
+
+
+class Placement(object):
+    """A Placement database with the tables healreq reads, built empty.
+
+    Standard resource classes are in ``resource_classes`` with their
+    os-resource-classes ids, as Placement syncs them at start-up.
+    """
+
+    def __init__(self, url):
+        self.engine = sa.create_engine(url)
+        tables.placement_metadata.create_all(self.engine)
+        self._providers = {}
+        with self.engine.begin() as conn:
+            if conn.dialect.name == 'mysql':
+                conn.execute(sa.text(
+                    "SET SESSION sql_mode='NO_AUTO_VALUE_ON_ZERO'"))
+            conn.execute(tables.resource_classes.insert(), [
+                dict(id=number, name=name, created_at=LONG_AGO)
+                for number, name in enumerate(
+                    placement_queries.STANDARD_RESOURCE_CLASSES)])
+        self._classes = dict((name, number) for number, name in enumerate(
+            placement_queries.STANDARD_RESOURCE_CLASSES))
+
+    def dispose(self):
+        self.engine.dispose()
+
+    def add_custom_class(self, name):
+        """A custom resource class, numbered from 10000 as Placement does."""
+        number = 10000 + sum(1 for n in self._classes.values()
+                             if n >= 10000)
+        with self.engine.begin() as conn:
+            conn.execute(tables.resource_classes.insert().values(
+                id=number, name=name, created_at=LONG_AGO))
+        self._classes[name] = number
+        return number
+
+    def add_provider(self, uuid, name=None):
+        """A root resource provider; return its uuid."""
+        with self.engine.begin() as conn:
+            provider_id = conn.execute(
+                tables.resource_providers.insert().values(
+                    uuid=uuid, name=name or uuid, generation=1,
+                    created_at=LONG_AGO)).inserted_primary_key[0]
+            conn.execute(tables.resource_providers.update().where(
+                tables.resource_providers.c.id == provider_id).values(
+                root_provider_id=provider_id))
+        self._providers[uuid] = provider_id
+        return uuid
+
+    def allocate(self, consumer, provider, resources):
+        """Add ``resources`` ({class: amount}) of ``consumer`` on a provider.
+
+        The provider is created if it does not exist yet.
+        """
+        if provider not in self._providers:
+            self.add_provider(provider)
+        with self.engine.begin() as conn:
+            if conn.execute(sa.select(tables.consumers.c.id).where(
+                    tables.consumers.c.uuid == consumer)).first() is None:
+                conn.execute(tables.consumers.insert().values(
+                    uuid=consumer, project_id=1, user_id=1, generation=1,
+                    created_at=LONG_AGO))
+            conn.execute(tables.allocations.insert(), [
+                dict(resource_provider_id=self._providers[provider],
+                     consumer_id=consumer,
+                     resource_class_id=self._classes[name], used=amount,
+                     created_at=LONG_AGO)
+                for name, amount in sorted(resources.items())])

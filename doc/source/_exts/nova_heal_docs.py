@@ -79,13 +79,22 @@ class CliDirective(_Generated):
 
 
 class ReasonCodesDirective(_Generated):
+    optional_arguments = 1
+
     def run(self):
-        return self.render(tables.reason_codes_lines())
+        which = self.arguments[0] if self.arguments else 'request-specs'
+        if which not in tables.REASON_CODE_TABLES:
+            raise self.error('unknown table %r; one of %s' % (
+                which, ', '.join(sorted(tables.REASON_CODE_TABLES))))
+        return self.render(tables.REASON_CODE_TABLES[which]())
 
 
 class MetricsDirective(_Generated):
+    optional_arguments = 1
+
     def run(self):
-        return self.render(tables.metrics_lines())
+        which = self.arguments[0] if self.arguments else 'request-specs'
+        return self.render(tables.metrics_lines(which))
 
 
 class ExitCodesDirective(_Generated):

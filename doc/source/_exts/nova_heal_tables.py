@@ -24,6 +24,7 @@ import tempfile
 
 from healreq.cmd import cli_reference
 from healreq import exception
+from healreq.heal import allocation_checks
 from healreq.heal import findings
 from healreq import metrics
 from healreq import releases
@@ -80,6 +81,48 @@ def reason_codes_lines():
     return lines
 
 
+_ALLOCATION_STATUS_TITLES = (
+    (allocation_checks.MISMATCH, 'Problems (status mismatch)'),
+    (allocation_checks.PENDING, 'Pending (never flagged)'),
+    (allocation_checks.SKIPPED, 'Skipped (not compared)'),
+    (allocation_checks.ERROR, 'Errors (exit code %d)'
+     % exception.ExitCode.NEEDS_ATTENTION),
+)
+
+
+def allocation_reason_codes_lines():
+    """Every reason code of ``allocations``, by status, with its meaning."""
+    lines = []
+    for status, title in _ALLOCATION_STATUS_TITLES:
+        lines += rubric(title)
+        lines += table(('code', 'meaning'), (
+            ('``%s``' % code, text) for code, text in
+            allocation_checks.ALLOCATION_REASONS[status].items()))
+    return lines
+
+
+REASON_CODE_TABLES = {
+    'request-specs': reason_codes_lines,
+    'allocations': allocation_reason_codes_lines,
+}
+
+
+def sample_allocation_metrics():
+    """The metrics file of a small run of ``allocations``, as written."""
+    report = allocation_checks.AllocationReport(instances_checked=1)
+    report.add(allocation_checks.AllocationResult(
+        'INSTANCE_UUID', 'CELL_UUID', allocation_checks.MISMATCH,
+        problems=['missing']))
+    text = metrics.render_allocations(report, int(exception.ExitCode.HEALED),
+                                      1.0, 0)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, 'nova_heal_allocations.prom')
+        metrics.write(path, text, success_timestamp=0,
+                      prefix=metrics.ALLOCATIONS_PREFIX)
+        with open(path) as handle:
+            return handle.read()
+
+
 def sample_metrics():
     """The metrics file of a small dry run with drift, as written."""
     cell = findings.CellReport(uuid='CELL_UUID', name='cell1', checked=1,
@@ -124,16 +167,19 @@ def _metric_row(name, labels, help_text):
             help_text + (' Labels: %s.' % named if named else ''))
 
 
-def metrics_lines():
-    """Every metric the metrics file holds, with its labels and help."""
+def metrics_lines(which='request-specs'):
+    """Every metric the metrics file of ``which`` holds, with its labels."""
+    sample = (sample_allocation_metrics() if which == 'allocations'
+              else sample_metrics())
     return table(('metric (gauge)', 'meaning'), (
-        _metric_row(*metric)
-        for metric in describe_metrics(sample_metrics())))
+        _metric_row(*metric) for metric in describe_metrics(sample)))
 
 
 _REASON_CODES = sorted(
-    [code for reasons in findings.REASONS.values() for code in reasons]
-    + list(findings.NOTES), key=len, reverse=True)
+    set([code for reasons in findings.REASONS.values() for code in reasons]
+        + list(findings.NOTES)
+        + [code for reasons in allocation_checks.ALLOCATION_REASONS.values()
+           for code in reasons]), key=len, reverse=True)
 _MARKED_UP = re.compile(
     r'(?<![\w-])(--[a-z][a-z-]*|\w+_\w+|%s)(?![\w-])'
     % '|'.join(re.escape(code) for code in _REASON_CODES))
@@ -151,6 +197,7 @@ def markup(text):
 EXIT_CODE_TABLES = {
     'request-specs': exception.MEANINGS,
     'revert-apply': exception.REPLAY_MEANINGS,
+    'allocations': exception.ALLOCATIONS_MEANINGS,
 }
 
 

@@ -103,6 +103,7 @@ class ListOptsTest(testtools.TestCase):
                           ('DEFAULT', 'default_availability_zone'),
                           ('api_database', 'connection'),
                           ('database', 'connection'),
+                          ('placement_database', 'connection'),
                           ('healreq', 'batch_size'),
                           ('healreq', 'lock_wait_timeout'),
                           ('healreq', 'skip_updated_within'),

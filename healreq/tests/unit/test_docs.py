@@ -188,7 +188,8 @@ def _definition_terms(lines):
 def _meaning_phrases():
     """The first words of every exit-code meaning and action."""
     phrases = set()
-    for table in (exception.MEANINGS, exception.REPLAY_MEANINGS):
+    for table in (exception.MEANINGS, exception.REPLAY_MEANINGS,
+                  exception.ALLOCATIONS_MEANINGS):
         for meaning in table.values():
             for text in (meaning.text, meaning.action):
                 words = text.split()
@@ -611,6 +612,7 @@ class GeneratedPagesTest(testtools.TestCase):
                    for path, command in cli_reference.walk(parser)
                    if command.epilog}
         self.assertIn('exit codes:', epilogs.pop('request-specs'))
+        self.assertIn('exit codes:', epilogs.pop('allocations'))
         self.assertEqual({'revert', 'apply'}, set(epilogs))
 
 

@@ -1,0 +1,146 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``nova-heal allocations``: audit Placement allocations. Read only."""
+
+import json
+import sys
+
+from healreq import api
+from healreq.cmd import common
+from healreq.cmd import visible
+from healreq import conf as healreq_conf
+from healreq import exception
+from healreq.heal import allocation_checks
+
+BATCH_SIZE = healreq_conf.option('healreq', 'batch_size').type
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        'allocations',
+        help='Audit Placement allocations against what Nova would '
+             'allocate (read only).',
+        description='Compare each live instance\'s allocations in the '
+                    'Placement database, and those of its migrations, '
+                    'with what the deployment\'s Nova release would '
+                    'allocate for its current flavor and image on its '
+                    'compute node, and print the commands that make '
+                    'Placement agree. Nothing is written to any database '
+                    'and no audit run is recorded. Needs '
+                    '[placement_database]/connection: pass placement.conf '
+                    'as a second --config-file.',
+        epilog=common.ALLOCATIONS_EXIT_CODES_HELP,
+        formatter_class=common.HelpFormatter)
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument('--instance', metavar='UUID',
+                        help='Only this instance (its cell is found through '
+                             'instance_mappings).')
+    target.add_argument('--cell', metavar='UUID',
+                        help='Only this cell. cell0 is refused: it only '
+                             'holds instances that were never scheduled.')
+    parser.add_argument('--batch-size', metavar='N',
+                        type=common.bounded_int(BATCH_SIZE.min,
+                                                BATCH_SIZE.max),
+                        help='Instances read per query, %s (default: '
+                             '[healreq]/batch_size).' % common.range_text(
+                                 BATCH_SIZE.min, BATCH_SIZE.max))
+    parser.add_argument('--metrics-file', metavar='PATH',
+                        help='At the end, write Prometheus metrics by '
+                             'problem class (text format, written '
+                             'atomically) for node_exporter\'s textfile '
+                             'collector. Refused (exit %d) if it would '
+                             'replace a configuration file in use or a '
+                             'Nova SQLite database.'
+                             % exception.ExitCode.INVALID_INPUT)
+    parser.add_argument('--format', choices=('text', 'json'), default='text',
+                        help='Report format on stdout (default: text).')
+    parser.add_argument('--verbose', action='store_true',
+                        help='Also list skipped instances, with the found '
+                             'and expected resources of every consumer.')
+    parser.set_defaults(handler=run)
+
+
+def run(conf, argv):
+    """Run the audit through the API; print the report; return the code."""
+    command = conf.command
+    common.non_empty(command.metrics_file, '--metrics-file', 'a path')
+    result = api.run_allocations(
+        conf, instance_uuid=common.uuid_option(command.instance, 'instance'),
+        cell_uuid=common.uuid_option(command.cell, 'cell'),
+        batch_size=command.batch_size, metrics_file=command.metrics_file)
+    if command.format == 'json':
+        common.emit(json.dumps(report_document(result), indent=2,
+                               sort_keys=True))
+    else:
+        common.emit_pieces(text_lines(result, command.verbose))
+    for problem in result.problems:
+        print(visible.escape(problem), file=sys.stderr)
+    return result.exit_code
+
+
+def report_document(result):
+    """The JSON report: summary, results, cell errors, exit code."""
+    report = result.report
+    return {
+        'summary': report.summary(),
+        'results': [r.as_dict() for r in report.results],
+        'cell_errors': list(report.cell_errors),
+        'unattributed_consumers': report.unattributed,
+        'release': report.release and report.release.series,
+        'exit_code': int(result.exit_code),
+    }
+
+
+def text_lines(result, verbose=False):
+    """The text report, one line at a time, control characters escaped."""
+    report = result.report
+    for found in report.results:
+        if found.status == allocation_checks.SKIPPED and not verbose:
+            continue
+        for line in _result_lines(found, verbose):
+            yield visible.escape(line)
+    for error in report.cell_errors:
+        yield visible.escape('ERROR cell %s: %s'
+                             % (error['cell_uuid'], error['error']))
+    summary = report.summary()
+    yield ('Checked %(instances_checked)d instance(s): %(mismatched)d '
+           'mismatched, %(pending)d pending, %(skipped)d skipped, '
+           '%(errors)d error(s).' % summary)
+    if report.unattributed:
+        yield ('%d consumer(s) holding allocations are no instance or '
+               'migration of the cells read (not judged).'
+               % report.unattributed)
+
+
+def _result_lines(found, verbose):
+    label = found.status.upper()
+    detail = ', '.join(found.problems) or found.reason or ''
+    yield '%s %s (cell %s): %s' % (label, found.instance_uuid,
+                                   found.cell_uuid, detail)
+    if found.message:
+        yield '  %s' % found.message
+    for consumer in found.consumers:
+        yield '  %s %s on %s: found %s, expected %s' % (
+            consumer.kind, consumer.consumer_uuid, consumer.provider_uuid,
+            _amounts(consumer.found), _amounts(consumer.expected))
+    if found.not_checked:
+        yield '  not checked: %s' % ', '.join(found.not_checked)
+    if found.remedy:
+        yield '  remedy, in this order:'
+        for command in found.remedy:
+            yield '    %s' % command
+
+
+def _amounts(resources):
+    return ', '.join('%s=%d' % item for item in sorted(
+        resources.items())) or 'nothing'

@@ -1,0 +1,353 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``nova-heal allocations``: the read-only audit of Placement allocations."""
+
+import hashlib
+import os
+import uuid as uuidlib
+
+import fixtures as fixtures_lib
+import sqlalchemy as sa
+
+from healreq.testing import demo
+from healreq.testing import deployment as dep
+from healreq.tests.functional import fixtures
+
+SMALL = {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20}
+LARGE = {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 80}
+
+
+class AllocationsTestCase(fixtures.DeploymentTestCase):
+    """A deployment with a Placement database and two compute nodes."""
+
+    def setUp(self):
+        super().setUp()
+        self.placement_url = self.db.database_url('placement')
+        self.placement = dep.Placement(self.placement_url)
+        self.addCleanup(self.placement.dispose)
+        self.node1 = dep.add_compute_node(self.cell1.engine, 'compute-1')
+        self.node2 = dep.add_compute_node(self.cell1.engine, 'compute-2')
+        self.config_file = self.write_config(
+            '\n[placement_database]\nconnection = %s\n'
+            % self.placement.engine.url.render_as_string(
+                hide_password=False))
+
+    def small(self, cell=None, allocate=True, **kwargs):
+        """An m1.small instance on compute-1, allocated as Nova does."""
+        uuid = self.deployment.add_instance(cell or self.cell1,
+                                            demo.M1_SMALL, **kwargs)
+        if allocate:
+            self.placement.allocate(uuid, self.node1, SMALL)
+        return uuid
+
+    def audit(self, *args):
+        return self.run_json('allocations', *args)
+
+    def results(self, document):
+        return {r['instance_uuid']: r for r in document['results']}
+
+
+class ProblemsTest(AllocationsTestCase):
+
+    def test_consistent_exits_4(self):
+        self.small()
+        self.small()
+        result, doc = self.audit()
+        self.assertEqual(4, result.code, result.stderr)
+        self.assertEqual({'instances_checked': 2, 'mismatched': 0,
+                          'pending': 0, 'skipped': 0, 'errors': 0},
+                         doc['summary'])
+        self.assertEqual([], doc['results'])
+
+    def test_wrong_flavor(self):
+        """A failed finish_migration: the consumer holds the new flavor."""
+        uuid = self.small(allocate=False)
+        self.placement.allocate(uuid, self.node1, LARGE)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual('mismatch', found['status'])
+        self.assertEqual(['wrong-flavor'], found['problems'])
+        self.assertEqual([{'consumer_uuid': uuid, 'kind': 'instance',
+                           'provider_uuid': self.node1, 'found': LARGE,
+                           'expected': SMALL}], found['consumers'])
+        self.assertEqual(['nova-manage placement heal_allocations '
+                          '--instance %s --force' % uuid], found['remedy'])
+
+    def test_live_migration_failed_in_source_driver(self):
+        """Right total on the wrong consumers: both are reported."""
+        migration = str(uuidlib.uuid4())
+        uuid = self.small(allocate=False, migrations=[dict(
+            uuid=migration, migration_type='live-migration', status='error',
+            source_compute='compute-1', dest_compute='compute-2')])
+        self.placement.allocate(uuid, self.node2, SMALL)
+        self.placement.allocate(migration, self.node1, SMALL)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(['leftover-migration', 'wrong-provider'],
+                         found['problems'])
+        self.assertEqual(
+            sorted([(migration, 'migration', self.node1, SMALL, {}),
+                    (uuid, 'instance', self.node1, {}, SMALL),
+                    (uuid, 'instance', self.node2, SMALL, {})],
+                   key=repr),
+            sorted([(c['consumer_uuid'], c['kind'], c['provider_uuid'],
+                     c['found'], c['expected'])
+                    for c in found['consumers']], key=repr))
+        # The leftover is deleted first: the heal then fits on the source.
+        self.assertEqual(
+            ['openstack resource provider allocation delete %s' % migration,
+             'nova-manage placement heal_allocations --instance %s --force'
+             % uuid], found['remedy'])
+
+    def test_missing(self):
+        uuid = self.small(allocate=False)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(['missing'], found['problems'])
+        self.assertEqual(['nova-manage placement heal_allocations '
+                          '--instance %s' % uuid], found['remedy'])
+
+    def test_leftover_of_ended_migration(self):
+        migration = str(uuidlib.uuid4())
+        uuid = self.small(migrations=[dict(
+            uuid=migration, migration_type='resize', status='reverted',
+            source_compute='compute-1', dest_compute='compute-2')])
+        self.placement.allocate(migration, self.node2, LARGE)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(['leftover-migration'], found['problems'])
+        self.assertEqual(['openstack resource provider allocation delete %s'
+                          % migration], found['remedy'])
+
+    def test_leftover_of_soft_deleted_migration(self):
+        migration = str(uuidlib.uuid4())
+        uuid = self.small(migrations=[dict(
+            uuid=migration, migration_type='resize', status='finished',
+            deleted=1)])
+        self.placement.allocate(migration, self.node1, SMALL)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertEqual(['leftover-migration'],
+                         self.results(doc)[uuid]['problems'])
+
+    def test_leftover_of_deleted_instance(self):
+        """Found by the final pass: the walk never reaches the instance."""
+        migration = str(uuidlib.uuid4())
+        uuid = self.small(allocate=False, deleted=True, migrations=[dict(
+            uuid=migration, migration_type='live-migration',
+            status='error', deleted=1)])
+        self.placement.allocate(migration, self.node1, SMALL)
+        self.placement.allocate(str(uuidlib.uuid4()), self.node1, SMALL)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(['leftover-migration'], found['problems'])
+        self.assertEqual(self.cell1.uuid, found['cell_uuid'])
+        self.assertEqual(0, doc['summary']['instances_checked'])
+        self.assertEqual(1, doc['unattributed_consumers'])
+
+    def test_unexpected_for_shelved_offloaded(self):
+        uuid = self.small(vm_state='shelved_offloaded', host=None)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(['unexpected'], found['problems'])
+        self.assertEqual(['openstack resource provider allocation delete %s'
+                          % uuid], found['remedy'])
+
+    def test_image_pcpu_remedy_avoids_heal_allocations(self):
+        """heal_allocations ignores the image: the remedy sets PCPU."""
+        sysmeta = dep.image_system_metadata(
+            properties=dict(dep.IMAGE_PROPERTIES, hw_cpu_policy='dedicated'),
+            min_disk=20)
+        uuid = self.small(allocate=False, system_metadata=sysmeta)
+        self.placement.allocate(uuid, self.node1, SMALL)
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(['wrong-flavor'], found['problems'])
+        self.assertEqual({'PCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20},
+                         found['consumers'][0]['expected'])
+        self.assertIn('heal_allocations would allocate', found['remedy'][0])
+        self.assertIn('allocation set %s --allocation rp=%s,DISK_GB=20,'
+                      'MEMORY_MB=2048,PCPU=1' % (uuid, self.node1),
+                      found['remedy'][1])
+
+    def test_text_report(self):
+        uuid = self.small(allocate=False)
+        result = self.run_cli('allocations')
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertIn('MISMATCH %s (cell %s): missing'
+                      % (uuid, self.cell1.uuid), result.stdout)
+        self.assertIn('nova-manage placement heal_allocations --instance %s'
+                      % uuid, result.stdout)
+        self.assertIn('Checked 1 instance(s): 1 mismatched', result.stdout)
+
+
+class InFlightTest(AllocationsTestCase):
+    """Operations in flight are never flagged."""
+
+    def test_task_state(self):
+        uuid = self.small(allocate=False, task_state='resize_migrating')
+        self.placement.allocate(uuid, self.node2, LARGE)
+        result, doc = self.audit()
+        self.assertEqual(4, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(('skipped', 'task-in-progress', []),
+                         (found['status'], found['reason'],
+                          found['problems']))
+
+    def test_building(self):
+        self.small(allocate=False, vm_state='building')
+        result, doc = self.audit()
+        self.assertEqual(4, result.code, result.stderr)
+        self.assertEqual(1, doc['summary']['skipped'])
+
+    def test_verify_resize_hold(self):
+        migration = str(uuidlib.uuid4())
+        uuid = self.small(allocate=False, vm_state='active', migrations=[
+            dict(uuid=migration, migration_type='resize',
+                 status='finished')])
+        self.placement.allocate(uuid, self.node2, LARGE)
+        self.placement.allocate(migration, self.node1, SMALL)
+        result, doc = self.audit()
+        self.assertEqual(4, result.code, result.stderr)
+        self.assertEqual('migration-in-progress',
+                         self.results(doc)[uuid]['reason'])
+
+    def test_evacuation_not_cleaned_is_pending(self):
+        uuid = self.small(migrations=[dict(
+            migration_type='evacuation', status='done',
+            source_compute='compute-2', dest_compute='compute-1')])
+        self.placement.allocate(uuid, self.node2, SMALL)
+        result, doc = self.audit()
+        self.assertEqual(4, result.code, result.stderr)
+        found = self.results(doc)[uuid]
+        self.assertEqual(('pending', 'evacuation-not-cleaned'),
+                         (found['status'], found['reason']))
+        self.assertEqual(1, doc['summary']['pending'])
+
+
+class CommandTest(AllocationsTestCase):
+
+    def test_json_shape(self):
+        self.small(allocate=False)
+        result, doc = self.audit()
+        self.assertEqual({'summary', 'results', 'cell_errors',
+                          'unattributed_consumers', 'release', 'exit_code'},
+                         set(doc))
+        self.assertEqual({'instance_uuid', 'cell_uuid', 'status',
+                          'problems', 'consumers', 'remedy'},
+                         set(doc['results'][0]))
+        self.assertEqual({'consumer_uuid', 'kind', 'provider_uuid', 'found',
+                          'expected'}, set(doc['results'][0]['consumers'][0]))
+
+    def test_no_placement_connection_exits_127(self):
+        config = self.write_config()
+        result = self.run_cli('allocations', config_file=config)
+        self.assertEqual(127, result.code)
+        self.assertEqual(['nova-heal: error: [placement_database]/connection '
+                          'is not set; pass --config-file '
+                          '/etc/placement/placement.conf'],
+                         result.stderr.splitlines())
+
+    def test_unevaluable_instance_exits_2(self):
+        self.small()
+        broken = self.small(extra=None)
+        result, doc = self.audit()
+        self.assertEqual(2, result.code, result.stderr)
+        found = self.results(doc)[broken]
+        self.assertEqual(('error', 'instance-extra-missing'),
+                         (found['status'], found['reason']))
+        self.assertEqual(1, doc['summary']['errors'])
+
+    def test_instance_option(self):
+        target = self.small(allocate=False)
+        self.small(allocate=False)
+        result, doc = self.audit('--instance', target)
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertEqual(1, doc['summary']['instances_checked'])
+        self.assertEqual([target], list(self.results(doc)))
+
+    def test_cell_option(self):
+        dep.add_compute_node(self.cell2.engine, 'compute-1', uuid=str(
+            uuidlib.uuid4()))
+        self.small(allocate=False)
+        in_cell2 = self.deployment.add_instance(self.cell2, demo.M1_SMALL)
+        result, doc = self.audit('--cell', self.cell2.uuid)
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertEqual([in_cell2], list(self.results(doc)))
+
+    def test_metrics_by_problem_class(self):
+        self.small(allocate=False)
+        path = os.path.join(self.useFixture(fixtures_lib.TempDir()).path,
+                            'allocations.prom')
+        result, doc = self.audit('--metrics-file', path)
+        self.assertEqual(0, result.code, result.stderr)
+        with open(path) as handle:
+            text = handle.read()
+        self.assertIn('nova_heal_allocations_problems{reason="missing"} 1',
+                      text)
+        self.assertIn('nova_heal_allocations_problems{reason='
+                      '"leftover-migration"} 0', text)
+        self.assertIn('nova_heal_allocations_exit_code 0', text)
+        self.assertIn('nova_heal_allocations_last_success_timestamp_seconds',
+                      text)
+
+
+class ReadOnlyTest(AllocationsTestCase):
+    """No byte of any database changes."""
+
+    def checksums(self):
+        sums = {}
+        engines = [('api', self.deployment.api_engine),
+                   ('placement', self.placement.engine)] + [
+            (cell.name, cell.engine) for cell in self.deployment.cells]
+        for name, engine in engines:
+            with engine.connect() as conn:
+                for table in sorted(sa.inspect(conn).get_table_names()):
+                    rows = conn.execute(sa.text(
+                        'SELECT * FROM %s' % table)).fetchall()
+                    sums[(name, table)] = hashlib.sha256(repr(sorted(
+                        map(repr, rows))).encode()).hexdigest()
+            if engine.dialect.name == 'sqlite':
+                with open(engine.url.database, 'rb') as handle:
+                    sums[(name, 'file')] = hashlib.sha256(
+                        handle.read()).hexdigest()
+        return sums
+
+    def test_nothing_changes(self):
+        migration = str(uuidlib.uuid4())
+        self.small(allocate=False)
+        self.small(allocate=False, deleted=True, migrations=[dict(
+            uuid=migration, status='error', deleted=1)])
+        self.placement.allocate(migration, self.node1, SMALL)
+        self.small()
+        self.dispose_all()
+        before = self.checksums()
+        self.dispose_all()
+        result, doc = self.audit()
+        self.assertEqual(0, result.code, result.stderr)
+        self.assertEqual(2, doc['summary']['mismatched'])
+        self.dispose_all()
+        self.assertEqual(before, self.checksums())
+
+    def dispose_all(self):
+        self.deployment.api_engine.dispose()
+        self.placement.engine.dispose()
+        for cell in self.deployment.cells:
+            cell.engine.dispose()
