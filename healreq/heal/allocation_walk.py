@@ -21,6 +21,10 @@ migrations. Consumers that no selected cell knows as an instance or a
 migration are counted (``unattributed``), never judged: they may belong
 to another cell, to a cell not selected, or to a service other than
 Nova.
+
+``stop_check()`` is called after each batch and each page of consumers:
+when it raises (e.g. exception.Interrupted, on a signal), the walk ends
+and the exception carries the report of what was checked so far.
 """
 
 
@@ -30,6 +34,7 @@ from healreq.db import cell_queries
 from healreq.db import placement_queries
 from healreq import exception
 from healreq.heal import allocation_checks as checks
+from healreq.heal import budget
 from healreq.heal import field_checks
 from healreq.heal import records
 from healreq.objects import allocations as allocation_obj
@@ -60,9 +65,23 @@ class AllocationWalk(object):
         self.release = releases.LATEST
         self._classes = None
         self._attributed = set()
+        self.stop_check = _no_stop
+        # No limits: only the hook between batches (see budget).
+        self._pause = budget.Budget().pause
 
     def run(self):
-        """Walk; return the AllocationReport."""
+        """Walk; return the AllocationReport.
+
+        An Interrupted raised by ``stop_check`` ends the walk and carries
+        the report of what was checked before.
+        """
+        try:
+            return self._run()
+        except exception.Interrupted as exc:
+            exc.report = self.report
+            raise
+
+    def _run(self):
         cells = self.context.select_cells(self.instance_uuid, self.cell_uuid)
         detection = self.context.learn_release()
         # Read only: a release healreq would not write for still derives.
@@ -105,6 +124,7 @@ class AllocationWalk(object):
                         break
                     self._batch(conn, cell, page, nodes)
                     after = page[-1]['id']
+                    self._between_batches()
         finally:
             self.context.release(cell)
 
@@ -205,6 +225,11 @@ class AllocationWalk(object):
             rest = [uuid for uuid in page if uuid not in self._attributed]
             if rest:
                 self._attribute(cells, rest)
+            self._between_batches()
+
+    def _between_batches(self):
+        self.stop_check()
+        self._pause()
 
     def _attribute(self, cells, consumers):
         remaining = set(consumers)
@@ -246,6 +271,10 @@ class AllocationWalk(object):
                             found={uuid: found[uuid]}), None))
             remaining -= set(known)
         self.report.unattributed += len(remaining)
+
+
+def _no_stop():
+    pass
 
 
 def _expects_nothing(instance):
