@@ -302,8 +302,10 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
 def _placement_engine(conf):
     """The engine of ``[placement_database]/connection``."""
     try:
+        # A connection for each of the walk's loaders.
         engine = engines.create_engine(
-            conf.placement_database.connection, pool_size=1,
+            conf.placement_database.connection,
+            pool_size=allocation_walk.LOADERS,
             lock_wait_timeout=conf.healreq.lock_wait_timeout)
     except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
         raise exception.InvalidInput(
