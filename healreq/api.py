@@ -246,14 +246,16 @@ def allocations_exit_code(report):
 
 def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
                     batch_size=None, metrics_file=None, target=None,
-                    clock=clock_module.utcnow):
+                    clock=clock_module.utcnow, stop_check=None):
     """Compare every instance's Placement allocations with Nova's. Read only.
 
     Reads the API, cell and Placement databases; writes nothing to any
     (no audit run is recorded); ``metrics_file`` receives the run's
-    metrics. ``target`` is a Release that overrides detection. Raises
-    InvalidInput (exit 127) without ``[placement_database]/connection``.
-    Returns an AllocationsResult.
+    metrics. ``target`` is a Release that overrides detection.
+    ``stop_check()`` is called after each batch; an Interrupted it raises
+    ends the run with the report of what was checked so far and the
+    signal's exit code. Raises InvalidInput (exit 127) without
+    ``[placement_database]/connection``. Returns an AllocationsResult.
     """
     if not conf.placement_database.connection:
         raise exception.InvalidInput(
@@ -271,16 +273,21 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
                 run_context, placement_engine,
                 batch_size or conf.healreq.batch_size,
                 instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+            if stop_check is not None:
+                walk.stop_check = stop_check
             report = walk.run()
+            code = allocations_exit_code(report)
+        except exception.Interrupted as exc:
+            report, code = exc.report, exc.exit_code
         finally:
             run_context.close()
-    code = allocations_exit_code(report)
     problems = []
     if metrics_file:
         now = time.time()
         text = metrics.render_allocations(report, code,
                                           time.monotonic() - started, now)
-        success = now if code != ExitCode.NEEDS_ATTENTION else None
+        success = now if code in (ExitCode.HEALED,
+                                  ExitCode.NOTHING_TO_HEAL) else None
         try:
             metrics.write(metrics_file, text, success,
                           prefix=metrics.ALLOCATIONS_PREFIX)
@@ -295,8 +302,10 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
 def _placement_engine(conf):
     """The engine of ``[placement_database]/connection``."""
     try:
+        # A connection for each of the walk's loaders.
         engine = engines.create_engine(
-            conf.placement_database.connection, pool_size=1,
+            conf.placement_database.connection,
+            pool_size=allocation_walk.LOADERS,
             lock_wait_timeout=conf.healreq.lock_wait_timeout)
     except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
         raise exception.InvalidInput(
@@ -753,6 +762,18 @@ def write_failure_metrics(metrics_file, exit_code, dry_run=False,
     text = metrics.render(RunReport(dry_run=dry_run), exit_code, duration,
                           time.time(), dry_run)
     metrics.write(metrics_file, text)
+
+
+def write_allocations_failure_metrics(metrics_file, exit_code,
+                                      duration=0.0):
+    """Write the metrics of a run of ``allocations`` that ended early.
+
+    Only the exit code and times: no count is known, so none is written,
+    and the last-success timestamp of the previous file is kept. Raises
+    OSError if the file cannot be written.
+    """
+    text = metrics.render_allocations(None, exit_code, duration, time.time())
+    metrics.write(metrics_file, text, prefix=metrics.ALLOCATIONS_PREFIX)
 
 
 def _write_outputs(report, code, run_id, duration, dry_run, plan_file,

@@ -195,10 +195,21 @@ _ALLOCATIONS_DIFFERENCES = {
         '[healreq]/target_release that is not a supported release',
         'Read the one-line message; fix the command line or the '
         'configuration (pass placement.conf with --config-file).'),
+    ExitCode.HANGUP: Meaning(
+        'hung up by SIGHUP, when the terminal or ssh session went away '
+        '(as for 130; the report may be lost with the terminal, the '
+        'metrics are not)',
+        'As for 130.'),
     ExitCode.INTERRUPTED: Meaning(
-        'interrupted by SIGINT (Ctrl-C): stopped at once, nothing '
-        'reported',
-        'Run again.'),
+        'interrupted by SIGINT (Ctrl-C): stopped after the current batch, '
+        'reported what it checked so far (the instances of the cells and '
+        'batches after it, and consumers that no instance names, were not '
+        'checked) and wrote its metrics with this code',
+        'Run again to check everything. A second signal stops at once, '
+        'with no report.'),
+    ExitCode.TERMINATED: Meaning(
+        'terminated by SIGTERM (as for 130)',
+        'As for 130.'),
 }
 ALLOCATIONS_MEANINGS = {
     code: _ALLOCATIONS_DIFFERENCES.get(code, meaning)

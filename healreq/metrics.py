@@ -119,9 +119,25 @@ def render_allocations(report, exit_code, duration, finished_at):
     """The metrics of a run of ``allocations`` as Prometheus text.
 
     Per problem class (``reason``) and per status, so that an alert can
-    fire on leftover consumers alone.
+    fire on leftover consumers alone. Without a ``report`` (a run that
+    ended before it had one), only the exit code and times.
     """
     lines = []
+    if report is not None:
+        _allocation_counts(lines, report)
+    for name, help_text, value in (
+            ('exit_code', 'Exit code of the last run.', int(exit_code)),
+            ('duration_seconds', 'Wall time of the last run.',
+             '%.3f' % duration),
+            ('last_run_timestamp_seconds', 'When the last run ended.',
+             '%d' % finished_at)):
+        metric = '%s_%s' % (ALLOCATIONS_PREFIX, name)
+        _gauge(lines, metric, help_text)
+        lines.append('%s %s' % (metric, value))
+    return '\n'.join(lines) + '\n'
+
+
+def _allocation_counts(lines, report):
     metric = '%s_instances_checked' % ALLOCATIONS_PREFIX
     _gauge(lines, metric, 'Instances checked in the last run.')
     lines.append('%s %d' % (metric, report.instances_checked))
@@ -138,16 +154,6 @@ def render_allocations(report, exit_code, duration, finished_at):
     metric = '%s_cell_errors' % ALLOCATIONS_PREFIX
     _gauge(lines, metric, 'Cells that could not be read in the last run.')
     lines.append('%s %d' % (metric, len(report.cell_errors)))
-    for name, help_text, value in (
-            ('exit_code', 'Exit code of the last run.', int(exit_code)),
-            ('duration_seconds', 'Wall time of the last run.',
-             '%.3f' % duration),
-            ('last_run_timestamp_seconds', 'When the last run ended.',
-             '%d' % finished_at)):
-        metric = '%s_%s' % (ALLOCATIONS_PREFIX, name)
-        _gauge(lines, metric, help_text)
-        lines.append('%s %s' % (metric, value))
-    return '\n'.join(lines) + '\n'
 
 
 def write(path, text, success_timestamp=None, prefix=_PREFIX):

@@ -17,11 +17,14 @@ import sys
 
 from healreq import api
 from healreq.cmd import common
+from healreq.cmd import interruption
 from healreq.cmd import visible
 from healreq import conf as healreq_conf
 from healreq import exception
 from healreq.heal import allocation_checks
 
+INTERRUPTIONS = (exception.ExitCode.HANGUP, exception.ExitCode.INTERRUPTED,
+                 exception.ExitCode.TERMINATED)
 BATCH_SIZE = healreq_conf.option('healreq', 'batch_size').type
 
 
@@ -67,17 +70,26 @@ def add_parser(subparsers):
     parser.add_argument('--verbose', action='store_true',
                         help='Also list skipped instances, with the found '
                              'and expected resources of every consumer.')
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run,
+                        failure_metrics=api.write_allocations_failure_metrics)
 
 
 def run(conf, argv):
-    """Run the audit through the API; print the report; return the code."""
+    """Run the audit through the API; print the report; return the code.
+
+    The first SIGHUP, SIGINT or SIGTERM stops the audit after the current
+    batch; what was checked is reported and the exit code is 129, 130 or
+    143.
+    """
     command = conf.command
     common.non_empty(command.metrics_file, '--metrics-file', 'a path')
-    result = api.run_allocations(
-        conf, instance_uuid=common.uuid_option(command.instance, 'instance'),
-        cell_uuid=common.uuid_option(command.cell, 'cell'),
-        batch_size=command.batch_size, metrics_file=command.metrics_file)
+    instance_uuid = common.uuid_option(command.instance, 'instance')
+    cell_uuid = common.uuid_option(command.cell, 'cell')
+    with interruption.deferred():
+        result = api.run_allocations(
+            conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+            batch_size=command.batch_size, metrics_file=command.metrics_file,
+            stop_check=interruption.check)
     if command.format == 'json':
         common.emit(json.dumps(report_document(result), indent=2,
                                sort_keys=True))
@@ -120,6 +132,10 @@ def text_lines(result, verbose=False):
         yield ('%d consumer(s) holding allocations are no instance or '
                'migration of the cells read (not judged).'
                % report.unattributed)
+    if result.exit_code in INTERRUPTIONS:
+        yield 'Exit code %d: %s.' % (
+            result.exit_code,
+            exception.ALLOCATIONS_MEANINGS[result.exit_code].text)
 
 
 def _result_lines(found, verbose):

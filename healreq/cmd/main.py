@@ -192,6 +192,20 @@ def _metrics_file(conf):
     return path if path and path.strip() else None
 
 
+def _write_failure_metrics(conf, path, exit_code):
+    """The metrics of a failure, in the command's own metrics.
+
+    A command whose metrics are not request-specs' names the function
+    that writes them as its parser's ``failure_metrics`` default.
+    """
+    writer = getattr(conf.command, 'failure_metrics', None)
+    if writer is not None:
+        writer(path, exit_code)
+        return
+    dry_run = bool(getattr(conf.command, 'dry_run', False))
+    api.write_failure_metrics(path, exit_code, dry_run)
+
+
 def _may_write_metrics(conf, path, error):
     """Whether the metrics of a failure may go to ``path``.
 
@@ -218,9 +232,8 @@ def _failed(conf, argv, exit_code, line, error=None):
         output.print_error(exit_code, line)
     path = _metrics_file(conf)
     if path and _may_write_metrics(conf, path, error):
-        dry_run = bool(getattr(conf.command, 'dry_run', False))
         try:
-            api.write_failure_metrics(path, exit_code, dry_run)
+            _write_failure_metrics(conf, path, exit_code)
         except OSError as exc:
             print('nova-heal: error: cannot write metrics file %s: %s'
                   % (path, exc), file=sys.stderr)

@@ -20,7 +20,8 @@ import sqlalchemy as sa
 
 from healreq.db import tables
 
-# os-resource-classes' STANDARDS: a standard class's id is its position
+# os-resource-classes 1.1.0's STANDARDS, the version every supported
+# release pins (see tables.py): a standard class's id is its position
 # here. Placement numbers custom classes from 10000.
 STANDARD_RESOURCE_CLASSES = (
     'VCPU', 'MEMORY_MB', 'DISK_GB', 'PCI_DEVICE', 'SRIOV_NET_VF',

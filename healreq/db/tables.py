@@ -329,12 +329,23 @@ compute_nodes = sa.Table(
 
 # -- Placement database (read only) -----------------------------------------
 #
-# Mirrors openstack-placement 16.0.0's models (2026.2); these tables and
-# columns date from before Zed's Placement and did not change since.
+# Mirrors openstack-placement 16.0.0's models (2026.2). Checked against
+# the models of the Placement release of every supported Nova release
+# (8.0.0 for Zed, then 9.0.0 to 15.0.0 for 2023.1 to 2026.1): the columns
+# read (allocations: id, consumer_id, resource_provider_id,
+# resource_class_id, used; resource_providers: id, uuid; resource_classes:
+# id, name) and their types are the same in all of them. Only indexes
+# differ: up to 9.0.0 resource_providers also has the indexes
+# resource_providers_uuid_idx and resource_providers_name_idx, inventories
+# two more, and placement_aggregates.uuid an index of its own, all
+# dropped in 10.0.0 as redundant with unique constraints; no query here
+# depends on them.
 # Standard resource classes are numbered by their order in
-# os-resource-classes; the resource_classes table holds the custom ones
-# (ids from 10000) and, since Placement syncs them at start-up, the
-# standard ones too.
+# os-resource-classes' STANDARDS; the resource_classes table holds the
+# custom ones (ids from 10000) and, since Placement syncs them at
+# start-up with the same ids, the standard ones too. Every supported
+# release's upper-constraints pins os-resource-classes 1.1.0, whose 21
+# standard classes are placement_queries.STANDARD_RESOURCE_CLASSES.
 
 resource_providers = sa.Table(
     'resource_providers', placement_metadata,

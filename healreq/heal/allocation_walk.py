@@ -14,15 +14,22 @@
 
 Each cell is read in batches of live instances (keyset pagination, one
 query per table per batch); the Placement allocations of a batch's
-consumers (its instances and all their migrations) in one query. A final
+consumers (its instances and all their migrations) in one query. The
+rows of the next pages are read in loader threads while the walk
+compares the current one (see readahead.loaded). A final
 pass attributes what the walk cannot reach: consumers holding
 allocations that are migrations of deleted instances, or soft-deleted
 migrations. Consumers that no selected cell knows as an instance or a
 migration are counted (``unattributed``), never judged: they may belong
 to another cell, to a cell not selected, or to a service other than
 Nova.
+
+``stop_check()`` is called after each batch and each page of consumers:
+when it raises (e.g. exception.Interrupted, on a signal), the walk ends
+and the exception carries the report of what was checked so far.
 """
 
+import dataclasses
 
 from oslo_log import log as logging
 
@@ -30,16 +37,24 @@ from healreq.db import cell_queries
 from healreq.db import placement_queries
 from healreq import exception
 from healreq.heal import allocation_checks as checks
+from healreq.heal import budget
+from healreq.heal import decisions
 from healreq.heal import field_checks
+from healreq.heal import readahead
 from healreq.heal import records
 from healreq.objects import allocations as allocation_obj
 from healreq.objects import flavor as flavor_obj
+from healreq.objects import image as image_obj
 from healreq.objects import image_fields
 from healreq.objects import numa as numa_obj
 from healreq.objects import primitive
 from healreq import releases
 
 LOG = logging.getLogger(__name__)
+
+# Pages read at once, each by a loader thread on its own cell and
+# Placement connections, while the walk compares the page before.
+LOADERS = 2
 
 
 class AllocationWalk(object):
@@ -60,9 +75,23 @@ class AllocationWalk(object):
         self.release = releases.LATEST
         self._classes = None
         self._attributed = set()
+        self.stop_check = _no_stop
+        # No limits: only the hook between batches (see budget).
+        self._pause = budget.Budget().pause
 
     def run(self):
-        """Walk; return the AllocationReport."""
+        """Walk; return the AllocationReport.
+
+        An Interrupted raised by ``stop_check`` ends the walk and carries
+        the report of what was checked before.
+        """
+        try:
+            return self._run()
+        except exception.Interrupted as exc:
+            exc.report = self.report
+            raise
+
+    def _run(self):
         cells = self.context.select_cells(self.instance_uuid, self.cell_uuid)
         detection = self.context.learn_release()
         # Read only: a release healreq would not write for still derives.
@@ -95,37 +124,52 @@ class AllocationWalk(object):
                 if self.instance_uuid:
                     found = cell_queries.get_allocation_instances(
                         conn, [self.instance_uuid])
-                    self._batch(conn, cell, list(found.values()), nodes)
+                    page = list(found.values())
+                    if page:
+                        self._batch(cell, page, self._read_batch(
+                            engine, page), nodes)
                     return
-                after = 0
-                while True:
-                    page = cell_queries.get_allocation_instance_page(
-                        conn, after, self.batch_size)
-                    if not page:
-                        break
-                    self._batch(conn, cell, page, nodes)
-                    after = page[-1]['id']
+                batches = readahead.loaded(
+                    _pages(conn, self.batch_size),
+                    lambda page: (page, self._read_batch(engine, page)),
+                    LOADERS)
+                try:
+                    for page, read in batches:
+                        self._batch(cell, page, read, nodes)
+                        self._between_batches()
+                finally:
+                    batches.close()
         finally:
             self.context.release(cell)
 
-    def _batch(self, conn, cell, instances, nodes):
+    def _read_batch(self, engine, instances):
+        """A page's rows of every table, Placement's allocations included.
+
+        Runs in a loader thread, on connections of its own: the server
+        reads one page while the walk compares the one before.
+        """
         uuids = [i['uuid'] for i in instances]
-        if not uuids:
-            return
-        extras = cell_queries.get_instance_extras(conn, uuids)
-        sysmeta = cell_queries.get_system_metadata(conn, uuids)
-        roots = cell_queries.get_root_block_devices(conn, uuids)
-        migrations = cell_queries.get_all_migrations(conn, uuids)
-        consumers = list(uuids) + [m['uuid'] for rows in migrations.values()
-                                   for m in rows if m['uuid']]
-        self._attributed.update(consumers)
+        with engine.connect() as conn:
+            read = _BatchRows(
+                extras=cell_queries.get_instance_extras(conn, uuids),
+                sysmeta=cell_queries.get_system_metadata(conn, uuids),
+                roots=cell_queries.get_root_block_devices(conn, uuids),
+                migrations=cell_queries.get_all_migrations(conn, uuids))
+        read.consumers = list(uuids) + [
+            m['uuid'] for rows in read.migrations.values() for m in rows
+            if m['uuid']]
         with exception.reraised_as(exception.PlacementDatabaseError):
             with self.placement_engine.connect() as placement:
-                found = placement_queries.get_allocations(
-                    placement, consumers, self._classes)
+                read.found = placement_queries.get_allocations(
+                    placement, read.consumers, self._classes)
+        return read
+
+    def _batch(self, cell, instances, read, nodes):
+        self._attributed.update(read.consumers)
+        found = read.found
         for instance in instances:
             uuid = instance['uuid']
-            mine = migrations.get(uuid, [])
+            mine = read.migrations.get(uuid, [])
             own = {uuid: found[uuid]} if uuid in found else {}
             own.update((m['uuid'], found[m['uuid']]) for m in mine
                        if m['uuid'] in found)
@@ -135,8 +179,9 @@ class AllocationWalk(object):
                 found=own)
             self.report.instances_checked += 1
             self.report.add(self._evaluate(
-                record, extras.get(uuid, []), sysmeta.get(uuid, []),
-                (roots.get(uuid) or [None])[0]))
+                record, read.extras.get(uuid, []),
+                read.sysmeta.get(uuid, []),
+                (read.roots.get(uuid) or [None])[0]))
 
     def _evaluate(self, record, extras, sysmeta, root_bdm):
         instance = record.instance
@@ -164,9 +209,13 @@ class AllocationWalk(object):
         except primitive.PrimitiveError as exc:
             return checks.error_result(record, 'instance-flavor-unparsable',
                                        str(exc))
+        # Keyed by the items the image derivation reads, as request-specs
+        # keys it: instances of one image share it whoever owns them.
+        system_metadata = decisions.system_metadata_values(sysmeta)
+        items = _derivation_items(system_metadata)
         inputs = field_checks.Inputs(
             instance=dict(instance), flavors=None,
-            system_metadata={key: value for key, value, _ in sysmeta},
+            system_metadata=system_metadata, system_metadata_items=items,
             root_bdm=root_bdm, release=self.release)
         try:
             image = inputs.image()
@@ -205,6 +254,11 @@ class AllocationWalk(object):
             rest = [uuid for uuid in page if uuid not in self._attributed]
             if rest:
                 self._attribute(cells, rest)
+            self._between_batches()
+
+    def _between_batches(self):
+        self.stop_check()
+        self._pause()
 
     def _attribute(self, cells, consumers):
         remaining = set(consumers)
@@ -246,6 +300,45 @@ class AllocationWalk(object):
                             found={uuid: found[uuid]}), None))
             remaining -= set(known)
         self.report.unattributed += len(remaining)
+
+
+def _no_stop():
+    pass
+
+
+def _derivation_items(system_metadata):
+    """The memo key of the image derivation; None where unhashable."""
+    try:
+        items = image_obj.derivation_items(system_metadata)
+        if items is None:
+            items = tuple(sorted(system_metadata.items()))
+        hash(items)
+    except TypeError:
+        return None
+    return items
+
+
+def _pages(conn, batch_size):
+    """The cell's live instances, page by page (keyset pagination)."""
+    after = 0
+    while True:
+        page = cell_queries.get_allocation_instance_page(
+            conn, after, batch_size)
+        if not page:
+            return
+        yield page
+        after = page[-1]['id']
+
+
+@dataclasses.dataclass
+class _BatchRows:
+    """What a page of instances needs besides the instance rows."""
+    extras: dict
+    sysmeta: dict
+    roots: dict
+    migrations: dict
+    consumers: list = dataclasses.field(default_factory=list)
+    found: dict = dataclasses.field(default_factory=dict)
 
 
 def _expects_nothing(instance):

@@ -13,7 +13,10 @@
 """``nova-heal allocations``: the read-only audit of Placement allocations."""
 
 import hashlib
+import json
 import os
+import signal
+import subprocess
 import uuid as uuidlib
 
 import fixtures as fixtures_lib
@@ -21,6 +24,7 @@ import sqlalchemy as sa
 
 from healreq.testing import demo
 from healreq.testing import deployment as dep
+from healreq.tests import cli
 from healreq.tests.functional import fixtures
 
 SMALL = {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20}
@@ -307,6 +311,123 @@ class CommandTest(AllocationsTestCase):
         self.assertIn('nova_heal_allocations_exit_code 0', text)
         self.assertIn('nova_heal_allocations_last_success_timestamp_seconds',
                       text)
+
+
+class FailureMetricsTest(AllocationsTestCase):
+    """A run that ends early writes the allocations metrics.
+
+    Its exit code and times, no count, and the previous last success.
+    """
+
+    PREVIOUS = 1700000000
+
+    def setUp(self):
+        super().setUp()
+        self.metrics = os.path.join(
+            self.useFixture(fixtures_lib.TempDir()).path, 'allocations.prom')
+        with open(self.metrics, 'w') as handle:
+            handle.write('nova_heal_allocations_last_success_timestamp_'
+                         'seconds %d\n' % self.PREVIOUS)
+
+    def assert_failure_metrics(self, result, code):
+        self.assertEqual(code, result.code, result.stderr)
+        with open(self.metrics) as handle:
+            text = handle.read()
+        self.assertNotIn('nova_heal_request_specs', text)
+        self.assertIn('nova_heal_allocations_exit_code %d\n' % code, text)
+        self.assertIn('nova_heal_allocations_last_success_timestamp_seconds '
+                      '%d\n' % self.PREVIOUS, text)
+        self.assertIn('nova_heal_allocations_last_run_timestamp_seconds ',
+                      text)
+        # No count is known: none is written, so no alert on one is
+        # silenced.
+        self.assertNotIn('nova_heal_allocations_problems', text)
+        self.assertNotIn('nova_heal_allocations_instances_checked', text)
+
+    def test_unknown_cell(self):
+        self.small()
+        result = self.run_cli('allocations', '--metrics-file', self.metrics,
+                              '--cell', str(uuidlib.uuid4()))
+        self.assert_failure_metrics(result, 127)
+
+    def test_placement_database_failure(self):
+        self.small()
+        config = self.write_config(
+            '\n[placement_database]\nconnection = mysql+pymysql://'
+            'placement:secret@127.0.0.1:1/placement\n')
+        result = self.run_cli('allocations', '--metrics-file', self.metrics,
+                              config_file=config)
+        self.assert_failure_metrics(result, 2)
+        self.assertIn('Placement database', result.stderr)
+
+
+class InterruptionTest(AllocationsTestCase):
+    """SIGHUP, SIGINT and SIGTERM stop the audit after the current batch."""
+
+    INSTANCES = 6
+    PREVIOUS = 1700000000
+
+    def setUp(self):
+        super().setUp()
+        self.uuids = [self.small(allocate=n % 2 == 0)
+                      for n in range(self.INSTANCES)]
+        self.metrics = os.path.join(
+            self.useFixture(fixtures_lib.TempDir()).path, 'allocations.prom')
+        with open(self.metrics, 'w') as handle:
+            handle.write('nova_heal_allocations_last_success_timestamp_'
+                         'seconds %d\n' % self.PREVIOUS)
+        self.gate = self.useFixture(cli.Gate())
+
+    def interrupted_run(self, signal_number, *extra):
+        """Audit, signal after the first batch; (code, out, err)."""
+        process = cli.spawn(
+            self.gate.argv() + ['--config-file', self.config_file,
+                                'allocations', '--batch-size', '1',
+                                '--metrics-file', self.metrics]
+            + list(extra),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(process.wait)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        self.gate.reach(1, process)
+        process.send_signal(signal_number)
+        self.gate.open()
+        out, err = process.communicate(timeout=120)
+        return process.returncode, out.decode(), err.decode()
+
+    def assert_stopped_cleanly(self, signal_number, code):
+        returncode, out, err = self.interrupted_run(
+            signal_number, '--format', 'json')
+        self.assertEqual(code, returncode, err)
+        self.assertNotIn('Traceback', err)
+        document = json.loads(out)
+        self.assertEqual(code, document['exit_code'])
+        checked = document['summary']['instances_checked']
+        # The batch in hand when the signal came is finished, no more.
+        self.assertEqual(2, checked)
+        reported = {r['instance_uuid'] for r in document['results']}
+        self.assertIn(self.uuids[1], reported)  # its allocation is missing
+        self.assertLessEqual(reported, set(self.uuids[:2]))
+        with open(self.metrics) as handle:
+            text = handle.read()
+        self.assertIn('nova_heal_allocations_exit_code %d\n' % code, text)
+        self.assertIn('nova_heal_allocations_instances_checked 2\n', text)
+        self.assertIn('nova_heal_allocations_last_success_timestamp_seconds '
+                      '%d\n' % self.PREVIOUS, text)
+
+    def test_sigint(self):
+        self.assert_stopped_cleanly(signal.SIGINT, 130)
+
+    def test_sighup(self):
+        self.assert_stopped_cleanly(signal.SIGHUP, 129)
+
+    def test_sigterm(self):
+        self.assert_stopped_cleanly(signal.SIGTERM, 143)
+
+    def test_text_report_says_what_was_checked(self):
+        returncode, out, err = self.interrupted_run(signal.SIGTERM)
+        self.assertEqual(143, returncode, err)
+        self.assertIn('Checked 2 instance(s):', out)
+        self.assertIn('Exit code 143: terminated by SIGTERM', out)
 
 
 class ReadOnlyTest(AllocationsTestCase):

@@ -1,0 +1,198 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Benchmark ``nova-heal allocations`` against a raw read of its tables.
+
+Usage (from a virtualenv where healreq is installed)::
+
+    python benchmarks/run_allocations.py --instances 20000
+
+Builds (or reuses) the deployment of ``run.py`` and a Placement database
+beside it (``placement_build.py``), then runs the tool and the raw floor
+alternately, each in a fresh process, ``--rounds`` times, and writes the
+medians and ratios to ``--output``. See benchmarks/README.rst.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+import build
+import common
+import placement_build
+import run
+
+CONTENDERS = ('tool', 'raw')
+LABELS = {'tool': 'nova-heal allocations',
+          'raw': 'raw floor (PyMySQL)'}
+
+
+def check_tool(result, instances, problems):
+    document = run._document(result, 'allocations')
+    summary = document.get('summary', {})
+    mismatched = sum(n for kind, n in problems.items() if kind)
+    expected = dict(instances_checked=instances, mismatched=mismatched,
+                    errors=0, pending=0)
+    wrong = {key: summary.get(key) for key, value in expected.items()
+             if summary.get(key) != value}
+    if result['code'] != 0 or wrong or document.get(
+            'unattributed_consumers'):
+        raise run.Failure('allocations: exit code %d (expected 0), summary '
+                          '%s differs from %s\n%s' % (
+                              result['code'], wrong, expected,
+                              result['stderr'][-2000:]))
+
+
+def check_raw(result, instances, hosted, problems):
+    document = run._document(result, 'raw floor')
+    holding = (hosted - problems.get('missing', 0)
+               + problems.get('leftover-migration', 0))
+    expected = dict(cells=len(build.CELL_NAMES), instances=instances,
+                    extras=instances, flavors=instances, joined=hosted,
+                    holding=holding, consumers=holding)
+    wrong = {key: document.get(key) for key, value in expected.items()
+             if document.get(key) != value}
+    if result['code'] != 0 or wrong:
+        raise run.Failure('raw floor: exit code %d, read %s; %s differ '
+                          'from %s' % (result['code'], document, wrong,
+                                       expected))
+
+
+def commands(args, deployment, placement, workdir):
+    config = os.path.join(workdir, 'nova.conf')
+    build.write_config(config, deployment, workdir)
+    placement_config = os.path.join(workdir, 'placement.conf')
+    placement_build.write_config(placement_config, placement['url'])
+    return {
+        'tool': [sys.executable, '-m', 'healreq.cmd.main',
+                 '--config-file', config,
+                 '--config-file', placement_config, 'allocations',
+                 '--format', 'json', '--batch-size', str(args.batch_size)],
+        'raw': [sys.executable,
+                os.path.join(run.HERE, 'allocations_raw_floor.py'),
+                '--config-file', config,
+                '--placement-config-file', placement_config],
+    }
+
+
+def run_rounds(args, command, check):
+    runs = {name: [] for name in CONTENDERS}
+    loads = []
+    for number in range(1, args.rounds + 1):
+        for name in CONTENDERS:
+            result = run.measure(command[name])
+            check[name](result)
+            runs[name].append(result)
+            loads.append(os.getloadavg()[0])
+            print('round %d/%d  %-24s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
+                  'MiB  load %.2f' % (
+                      number, args.rounds, LABELS[name], result['wall'],
+                      result['cpu'], run._mib(result['rss_kib']),
+                      loads[-1]), flush=True)
+    return runs, loads
+
+
+def report(args, placement, runs, server, loads, compiled):
+    counted = {name: args.instances for name in runs}
+    summary = run.summarize(runs, counted)
+    lines = [
+        'nova-heal allocations benchmark',
+        '',
+        'instances     %d, %d with a host; problems built: %s' % (
+            args.instances, placement['hosted'], ', '.join(
+                '%s %d' % (kind, count) for kind, count in sorted(
+                    placement['problems'].items(), key=str) if kind)),
+        'rounds        %d, alternating %s; medians below' % (
+            args.rounds, ', '.join(LABELS[name] for name in CONTENDERS)),
+        'batch size    %d' % args.batch_size,
+        'MariaDB       %s' % server,
+        'healreq       %s; bytecode %s' % (
+            run._healreq_revision(), 'compiled' if compiled
+            else 'NOT compiled'),
+        'CPUs          %d' % (os.cpu_count() or 0),
+        run._loads_line(loads),
+        '',
+    ]
+    lines += run._table(runs, summary, counted, LABELS)
+    tool, raw = runs['tool'], runs['raw']
+    lines += [
+        '',
+        'tool / raw floor, wall   %.2fx (target <= %.1fx); per round %s' % (
+            summary['tool']['wall'] / summary['raw']['wall'],
+            run.TARGET_FLOOR_RATIO, ' '.join(
+                '%.2f' % (mine['wall'] / theirs['wall'])
+                for mine, theirs in zip(tool, raw))),
+        'tool / raw floor, CPU    %.2fx; per round %s' % (
+            summary['tool']['cpu'] / summary['raw']['cpu'], ' '.join(
+                '%.2f' % (mine['cpu'] / theirs['cpu'])
+                for mine, theirs in zip(tool, raw))),
+    ]
+    return '\n'.join(lines) + '\n'
+
+
+def _parser():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--instances', type=int, default=20000)
+    parser.add_argument('--rounds', type=int, default=5)
+    parser.add_argument('--batch-size', type=int,
+                        help='Instances per batch (default: the tool\'s).')
+    parser.add_argument('--output',
+                        help='Results file (default: benchmarks/'
+                             'results-<N>-allocations.txt).')
+    parser.add_argument('--rebuild', action='store_true',
+                        help='Rebuild the Placement database.')
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    args.batch_size = args.batch_size or run._default_batch_size()
+    args.output = args.output or os.path.join(
+        run.HERE, 'results-%d-allocations.txt' % args.instances)
+    deployment = build.ensure(args.instances)
+    placement = placement_build.ensure(deployment, args.instances,
+                                       args.rebuild)
+    server = run._versions(deployment['urls']['api'], list(
+        deployment['names'].values())
+        + [placement_build.database_name(args.instances)])
+    workdir = tempfile.mkdtemp(prefix='healreq-bench-')
+    command = commands(args, deployment, placement, workdir)
+    check = {
+        'tool': lambda result: check_tool(result, args.instances,
+                                          placement['problems']),
+        'raw': lambda result: check_raw(result, args.instances,
+                                        placement['hosted'],
+                                        placement['problems']),
+    }
+    compiled = common.compile_healreq()
+    try:
+        check['raw'](run.measure(command['raw']))  # warm the server
+        before = os.getloadavg()[0]
+        runs, loads = run_rounds(args, command, check)
+    except run.Failure as exc:
+        print('FAILED: %s' % exc, file=sys.stderr)
+        return 1
+    text = report(args, placement, runs, server,
+                  (before, loads, os.getloadavg()[0]), compiled)
+    print('\n' + text, end='')
+    with open(args.output, 'w') as handle:
+        handle.write(text)
+    print('Written to %s; median load %.2f'
+          % (os.path.relpath(args.output), statistics.median(loads)))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
