@@ -44,7 +44,6 @@ from healreq.heal import readahead
 from healreq.heal import records
 from healreq.objects import allocations as allocation_obj
 from healreq.objects import flavor as flavor_obj
-from healreq.objects import image as image_obj
 from healreq.objects import image_fields
 from healreq.objects import numa as numa_obj
 from healreq.objects import primitive
@@ -211,8 +210,7 @@ class AllocationWalk(object):
                                        str(exc))
         # Keyed by the items the image derivation reads, as request-specs
         # keys it: instances of one image share it whoever owns them.
-        system_metadata = decisions.system_metadata_values(sysmeta)
-        items = _derivation_items(system_metadata)
+        system_metadata, items = decisions.read_system_metadata(sysmeta)
         inputs = field_checks.Inputs(
             instance=dict(instance), flavors=None,
             system_metadata=system_metadata, system_metadata_items=items,
@@ -304,18 +302,6 @@ class AllocationWalk(object):
 
 def _no_stop():
     pass
-
-
-def _derivation_items(system_metadata):
-    """The memo key of the image derivation; None where unhashable."""
-    try:
-        items = image_obj.derivation_items(system_metadata)
-        if items is None:
-            items = tuple(sorted(system_metadata.items()))
-        hash(items)
-    except TypeError:
-        return None
-    return items
 
 
 def _pages(conn, batch_size):

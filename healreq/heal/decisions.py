@@ -272,7 +272,7 @@ def _spec_notes(spec, inputs, settings):
 def _inputs(record, current, settings, release, checked_fields=None):
     """Collect what the checked fields are derived from."""
     extra = record.extras[0]
-    system_metadata, items = _system_metadata(record.system_metadata)
+    system_metadata, items = read_system_metadata(record.system_metadata)
     instance = record.instance
     checked = set(checked_fields or settings.checked_fields)
     if checked & field_checks.NEEDS_SYSTEM_METADATA:
@@ -304,7 +304,7 @@ def _flavor_definition(record, current):
     return record.flavor_definitions.get(current.key('cur')['flavorid'])
 
 
-def _system_metadata(rows):
+def read_system_metadata(rows):
     """``(values, sorted items)`` of system metadata rows.
 
     The items are those the image derivation reads
