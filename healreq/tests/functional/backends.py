@@ -69,11 +69,8 @@ class MySQLBackend(fixtures.Fixture):
             self.backend = provision.Backend.backend_for_database_type(
                 'mysql')
         except db_exc.BackendNotAvailable as exc:
-            message = 'MySQL is not available: %s' % exc
-            if REQUIRE_MYSQL:
-                raise AssertionError(
-                    message + ' (HEALREQ_TEST_REQUIRE_MYSQL is set)')
-            raise unittest.SkipTest(message)
+            _unavailable('MySQL is not available: %s' % exc, REQUIRE_MYSQL,
+                         'HEALREQ_TEST_REQUIRE_MYSQL')
         super().setUp()
 
     def _setUp(self):
@@ -183,11 +180,8 @@ class GaleraBackend(fixtures.Fixture):
         else:
             problem = self._unreachable()
         if problem:
-            message = 'Galera is not available: %s' % problem
-            if REQUIRE_GALERA:
-                raise AssertionError(
-                    message + ' (HEALREQ_TEST_REQUIRE_GALERA is set)')
-            raise unittest.SkipTest(message)
+            _unavailable('Galera is not available: %s' % problem,
+                         REQUIRE_GALERA, 'HEALREQ_TEST_REQUIRE_GALERA')
         super().setUp()
 
     def _unreachable(self):
@@ -279,3 +273,10 @@ def _kill_connections(conn, databases):
 # The scenario of the tests that need a Galera cluster: their ids contain
 # "(Galera)".
 GALERA_SCENARIOS = [('Galera', dict(backend_fixture=GaleraBackend))]
+
+
+def _unavailable(message, required, variable):
+    """Skip the test for want of a backend, or fail it if ``required``."""
+    if required:
+        raise AssertionError('%s (%s is set)' % (message, variable))
+    raise unittest.SkipTest(message)
