@@ -234,13 +234,25 @@ addresses() {
     echo "$out"
 }
 
+# Whether something listens on 127.0.0.1:PORT.
+port_taken() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") >/dev/null 2>&1
+}
+
 cmd_start() {
-    local start=$SECONDS node size waited=0
+    local start=$SECONDS node size waited=0 port
     ensure_packages
     for node in $(seq 1 "$NODES"); do
         if node_pid "$node" >/dev/null; then
             die "node $node of $DIR is already running; stop it first"
         fi
+        for port in "$(node_port "$node")" "$((GCOMM_BASE + node))" \
+                "$((IST_BASE + node))" "$((SST_BASE + node))"; do
+            if port_taken "$port"; then
+                die "port $port of node $node is in use (another cluster?);" \
+                    "stop it or set GALERA_BASE_PORT and the other bases"
+            fi
+        done
     done
     for node in $(seq 1 "$NODES"); do
         local dir
