@@ -94,7 +94,9 @@ def is_free(engine, kind, run_id):
     Raises LeaseError if its lock file cannot be checked.
     """
     if kind == NAMED_LOCK:
-        with engine.connect() as conn:
+        # On a Galera node, after the cluster's latest commits: a row the
+        # run deleted on another node is gone here too.
+        with engines.synced_reads(engine) as conn:
             row = lease_row(conn, _row_name(run_id))
             if row is not None and row.server != row.here:
                 return row.age_us > EXPIRY * 10 ** 6
