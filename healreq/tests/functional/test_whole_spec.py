@@ -744,7 +744,7 @@ class _LockingArchiver(object):
     ``start()`` returns once the mapping row is deleted (and locked: the
     row on MySQL, the database on SQLite); the transaction commits when
     another session waits for the lock (seen on MySQL: ``waited_for``)
-    or after a second.
+    or after a while.
     """
 
     def __init__(self, engine, instance_uuid):
@@ -770,10 +770,15 @@ class _LockingArchiver(object):
             self.waited_for = self._lock_waited_for()
 
     def _lock_waited_for(self):
-        """Whether another session waits for a lock (within a second)."""
-        deadline = time.monotonic() + 1
+        """Whether another session waits for a lock.
+
+        On MySQL, looked for during ten seconds (a loaded machine may take
+        a while to reach the insert); SQLite shows no waits: a second.
+        """
+        mysql = self.engine.dialect.name == 'mysql'
+        deadline = time.monotonic() + (10 if mysql else 1)
         while time.monotonic() < deadline:
-            if self.engine.dialect.name == 'mysql':
+            if mysql:
                 with self.engine.connect() as conn:
                     if conn.exec_driver_sql(
                             "SELECT COUNT(*) FROM information_schema."
