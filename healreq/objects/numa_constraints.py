@@ -294,16 +294,7 @@ def _check_memory_encryption(specs, props, models=None):
         raise numa.ConstraintError(
             'Invalid', 'invalid memory encryption model %r' % (model,))
     needs_stateless, rejects_video = _ENCRYPTION_MODELS[model]
-    if props.get('hw_firmware_type') != 'uefi':
-        raise numa.ConstraintError(
-            'FlavorImageConflict',
-            'memory encryption needs hw_firmware_type=uefi on the image')
-    machine_type = props.get('hw_machine_type')
-    if machine_type is not None and 'q35' not in machine_type:
-        raise numa.ConstraintError(
-            'InvalidMachineType',
-            'memory encryption (%s) needs a q35 machine type, not %s'
-            % (model, machine_type))
+    _check_firmware_and_machine(props, 'memory encryption (%s)' % model)
     if needs_stateless and not props.get('hw_firmware_stateless'):
         raise numa.ConstraintError(
             'StatelessFirmwareRequired',
@@ -677,6 +668,11 @@ def check_memory_encryption(specs, props, release):
             'FlavorImageConflict',
             'the flavor sets hw:mem_encryption=%s, the image '
             'hw_mem_encryption=%s' % (flavor_text, image))
+    _check_firmware_and_machine(props, 'memory encryption')
+
+
+def _check_firmware_and_machine(props, what):
+    """Encryption needs UEFI firmware and, if one is named, a q35 machine."""
     if props.get('hw_firmware_type') != 'uefi':
         raise numa.ConstraintError(
             'FlavorImageConflict',
@@ -685,5 +681,4 @@ def check_memory_encryption(specs, props, release):
     if machine_type is not None and 'q35' not in machine_type:
         raise numa.ConstraintError(
             'InvalidMachineType',
-            'memory encryption needs a q35 machine type, not %s'
-            % machine_type)
+            '%s needs a q35 machine type, not %s' % (what, machine_type))

@@ -121,20 +121,8 @@ class MySQLBackend(fixtures.Fixture):
             self.backend.drop_named_database(ident, conditional=True)
 
     def _kill_connections_to(self, databases):
-        if not databases:
-            return
         with self.backend.engine.connect() as conn:
-            ids = conn.execute(sa.text(
-                'SELECT id FROM information_schema.processlist WHERE '
-                'db IN :databases AND id <> CONNECTION_ID()').bindparams(
-                sa.bindparam('databases', expanding=True)),
-                {'databases': list(databases)}).scalars().all()
-            for connection_id in ids:
-                try:
-                    conn.execute(sa.text('KILL CONNECTION %d'
-                                         % connection_id))
-                except sa.exc.DBAPIError:
-                    pass  # it ended meanwhile
+            _kill_connections(conn, databases)
 
 
 # testscenarios scenarios: a test case using them gets ``backend_fixture``
