@@ -770,10 +770,14 @@ class _LockingArchiver(object):
             self.waited_for = self._lock_waited_for()
 
     def _lock_waited_for(self):
-        """Whether another session waits for a lock.
+        """Whether the spec insert runs while this transaction is open.
 
-        On MySQL, looked for during ten seconds (a loaded machine may take
-        a while to reach the insert); SQLite shows no waits: a second.
+        On MySQL the insert is looked for in the process list during ten
+        seconds (a loaded machine may take a while to reach it). The
+        process list rather than INNODB_TRX: depending on the plan, the
+        server waits for the mapping's lock while it optimises the
+        statement, before the transaction shows as waiting. SQLite shows
+        no waits: a second.
         """
         mysql = self.engine.dialect.name == 'mysql'
         deadline = time.monotonic() + (10 if mysql else 1)
@@ -782,8 +786,8 @@ class _LockingArchiver(object):
                 with self.engine.connect() as conn:
                     if conn.exec_driver_sql(
                             "SELECT COUNT(*) FROM information_schema."
-                            "INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
-                    ).scalar():
+                            "PROCESSLIST WHERE INFO LIKE "
+                            "'INSERT INTO request_specs%%'").scalar():
                         return True
             time.sleep(0.05)
         return False
