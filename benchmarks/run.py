@@ -44,7 +44,7 @@ import build
 import common
 from healreq.conf import healreq as healreq_conf
 from healreq.db import tables
-from healreq.heal import records
+from healreq.run import records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

@@ -49,20 +49,20 @@ from healreq.db import engines
 from healreq.db import urls
 from healreq import exception
 from healreq.exception import ExitCode
-from healreq.heal import allocation_walk
-from healreq.heal import budget
-from healreq.heal import context
 from healreq.heal import decisions
 from healreq.heal import field_checks
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
-from healreq.heal import replay
-from healreq.heal import walker
-from healreq.heal import writer
 from healreq import masking
 from healreq import metrics
 from healreq.protected import Protected
 from healreq import releases
+from healreq.run import allocation_walk
+from healreq.run import budget
+from healreq.run import context
+from healreq.run import replay
+from healreq.run import walker
+from healreq.run import writer
 
 LOG = logging.getLogger(__name__)
 

@@ -77,7 +77,7 @@ changes = sa.Table(
     sa.Column('after_text', _LongText),
     sa.Column('before_digest', sa.String(64)),
     sa.Column('after_digest', sa.String(64)),
-    # update, insert or delete (healreq.heal.writer).
+    # update, insert or delete (healreq.run.writer).
     sa.Column('action', sa.String(16), nullable=False,
               server_default='update'),
     # pending -> applied | refused; 'unknown' when recovery found the row

@@ -51,7 +51,7 @@ REFUSED = 'refused'
 PENDING = 'pending'
 UNKNOWN = 'unknown'
 
-# What a change does to its spec row (see healreq.heal.writer).
+# What a change does to its spec row (see healreq.run.writer).
 UPDATE = 'update'
 INSERT = 'insert'
 DELETE = 'delete'

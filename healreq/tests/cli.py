@@ -25,7 +25,7 @@ import time
 import fixtures
 
 from healreq.cmd import main
-from healreq.heal import budget
+from healreq.run import budget
 
 
 @dataclasses.dataclass

@@ -24,8 +24,8 @@ import sqlalchemy as sa
 
 from healreq import exception
 from healreq.heal import field_checks
-from healreq.heal import reader
-from healreq.heal import records
+from healreq.run import reader
+from healreq.run import records
 from healreq.tests.functional import backends
 from healreq.tests.functional import fixtures
 
@@ -299,7 +299,7 @@ class WalkReadersTest(fixtures.DeploymentTestCase):
                                  manager._specs])
             return original(manager)
         self.useFixture(test_fixtures.MonkeyPatch(
-            'healreq.heal.reader.CellsReader.__enter__', recording))
+            'healreq.run.reader.CellsReader.__enter__', recording))
 
     def drifted(self, report):
         return {cell.name: cell.drifted for cell in report.cells}
@@ -349,7 +349,7 @@ class WalkMemoryTest(fixtures.DeploymentTestCase):
             earlier.extend(weakref.ref(record) for record in batch)
             return batch
         self.useFixture(test_fixtures.MonkeyPatch(
-            'healreq.heal.records.assemble_records', assembling))
+            'healreq.run.records.assemble_records', assembling))
         report = self.run_in_process(dry_run=True, batch_size=2)
         self.assertEqual(6, report.summary()['instances_checked'])
         self.assertEqual([0, 0, 0], still_held)

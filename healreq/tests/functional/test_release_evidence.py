@@ -376,7 +376,7 @@ class WriteGuardTest(EvidenceTestCase):
         super().setUp()
         # The newest two specs stand for the sample of a large cloud.
         self.useFixture(fixtures.MonkeyPatch(
-            'healreq.heal.records.VERSION_SAMPLE', 2))
+            'healreq.run.records.VERSION_SAMPLE', 2))
         for cell in self.deployment.cells:
             with cell.engine.begin() as conn:
                 conn.execute(tables.services.update().values(version=64))

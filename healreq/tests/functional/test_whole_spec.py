@@ -29,7 +29,7 @@ from healreq.db import tables
 from healreq import exception
 from healreq.heal import decisions
 from healreq.heal import findings
-from healreq.heal import writer
+from healreq.run import writer
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case

@@ -15,7 +15,7 @@
 import fixtures
 import testtools
 
-from healreq.heal import budget
+from healreq.run import budget
 
 
 class PauseTest(testtools.TestCase):
@@ -23,7 +23,7 @@ class PauseTest(testtools.TestCase):
     def test_between_batches_is_called_after_the_sleep(self):
         calls = []
         self.useFixture(fixtures.MonkeyPatch(
-            'healreq.heal.budget.between_batches',
+            'healreq.run.budget.between_batches',
             lambda: calls.append('between')))
         pace = budget.Budget(sleep=0.5,
                              sleep_function=lambda s: calls.append(s))

@@ -26,9 +26,9 @@ from healreq.cmd import request_specs
 from healreq import conf as healreq_conf
 from healreq.conf import opts
 from healreq.db import engines
-from healreq.heal import context
 from healreq.heal import decisions
-from healreq.heal import records
+from healreq.run import context
+from healreq.run import records
 
 NOVA_CONF = """\
 [DEFAULT]

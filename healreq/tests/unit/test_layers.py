@@ -166,9 +166,9 @@ class LayerTest(testtools.TestCase):
              ('healreq.cmd',)), diagram_layers(text))
 
     def test_the_rule(self):
-        self.assertIsNone(problem('healreq.heal.walker', 'healreq.db.rows'))
-        self.assertIsNone(problem('healreq.heal.walker',
-                                  'healreq.heal.records'))
+        self.assertIsNone(problem('healreq.run.walker', 'healreq.db.rows'))
+        self.assertIsNone(problem('healreq.run.walker',
+                                  'healreq.run.records'))
         self.assertIn('upwards', problem('healreq.db.rows', 'healreq.api'))
         self.assertIn('sideways', problem('healreq.objects.image',
                                           'healreq.db.tables'))

@@ -23,7 +23,7 @@ from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
-from healreq.heal import parallel
+from healreq.run import parallel
 
 
 def finding(status, notes=()):

@@ -15,7 +15,7 @@ import threading
 
 import testtools
 
-from healreq.heal import readahead
+from healreq.run import readahead
 
 
 class _Source(object):

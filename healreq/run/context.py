@@ -26,8 +26,8 @@ from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import engines
 from healreq import exception
-from healreq.heal import reader
-from healreq.heal import records
+from healreq.run import reader
+from healreq.run import records
 
 
 class RunContext(object):

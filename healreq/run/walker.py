@@ -38,12 +38,12 @@ from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
-from healreq.heal import parallel
-from healreq.heal import readahead
-from healreq.heal import reader
-from healreq.heal import records
-from healreq.heal import writer as spec_writer
 from healreq import masking
+from healreq.run import parallel
+from healreq.run import readahead
+from healreq.run import reader
+from healreq.run import records
+from healreq.run import writer as spec_writer
 
 LOG = logging.getLogger(__name__)
 

@@ -37,17 +37,17 @@ from healreq.db import cell_queries
 from healreq.db import placement_queries
 from healreq import exception
 from healreq.heal import allocation_checks as checks
-from healreq.heal import budget
 from healreq.heal import decisions
 from healreq.heal import field_checks
-from healreq.heal import readahead
-from healreq.heal import records
 from healreq.objects import allocations as allocation_obj
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image_fields
 from healreq.objects import numa as numa_obj
 from healreq.objects import primitive
 from healreq import releases
+from healreq.run import budget
+from healreq.run import readahead
+from healreq.run import records
 
 LOG = logging.getLogger(__name__)
 

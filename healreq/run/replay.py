@@ -36,9 +36,9 @@ from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
-from healreq.heal import records
-from healreq.heal import writer as spec_writer
 from healreq import releases
+from healreq.run import records
+from healreq.run import writer as spec_writer
 
 SPEC_CHANGED_DETAIL = 'the spec changed during the write; left alone'
 

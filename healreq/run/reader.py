@@ -61,8 +61,8 @@ from oslo_log import log as logging
 from healreq.db import cell_queries
 from healreq.db import engines
 from healreq import exception
-from healreq.heal import readahead
-from healreq.heal import records
+from healreq.run import readahead
+from healreq.run import records
 
 LOG = logging.getLogger(__name__)
 
