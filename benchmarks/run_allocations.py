@@ -76,7 +76,7 @@ def commands(args, deployment, placement, workdir):
     placement_config = os.path.join(workdir, 'placement.conf')
     placement_build.write_config(placement_config, placement['url'])
     return {
-        'tool': [sys.executable, '-m', 'healreq.cmd.main',
+        'tool': [sys.executable, '-m', 'healreq',
                  '--config-file', config,
                  '--config-file', placement_config, 'allocations',
                  '--format', 'json', '--batch-size', str(args.batch_size)],

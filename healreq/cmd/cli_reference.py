@@ -20,15 +20,15 @@ is one the parser accepts, with the help text it prints.
 
 import argparse
 
-from healreq.cmd import entry_point
+from healreq.cmd import main
 
 # Usage lines are wrapped to this width in the generated text.
 _WIDTH = 72
 
 
 def build_parser():
-    """nova-heal's argparse parser (see ``entry_point.build_parser``)."""
-    return entry_point.build_parser()
+    """nova-heal's argparse parser (see ``main.build_parser``)."""
+    return main.build_parser()
 
 
 def subcommands(parser):

@@ -292,7 +292,3 @@ def _dispatch(conf, argv):
                        'nova-heal: unexpected error: %s: %s' % (
                            type(unexpected).__name__,
                            exception.first_line(unexpected))))
-
-
-if __name__ == '__main__':
-    sys.exit(main())

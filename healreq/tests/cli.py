@@ -44,9 +44,9 @@ def run_main(argv):
     return Result(code, out.getvalue(), err.getvalue())
 
 
-# nova-heal as a child process, run by the interpreter running the tests.
-NOVA_HEAL = [sys.executable, '-c',
-             'import sys; from healreq.cmd import main; sys.exit(main.main())']
+# nova-heal as a child process, run by the interpreter running the tests
+# through the console script's entrance.
+NOVA_HEAL = [sys.executable, '-m', 'healreq']
 
 # What a child's signal handling depends on: a test run started in the
 # background or under nohup passes these on ignored.
@@ -91,7 +91,8 @@ class Gate(fixtures.Fixture):
         return [sys.executable, '-c',
                 'import sys; from healreq.tests import cli; '
                 'cli.Gate(sys.argv.pop(1)).hold(); '
-                'from healreq.cmd import main; sys.exit(main.main())',
+                'from healreq.cmd import entry_point; '
+                'sys.exit(entry_point.main())',
                 self.directory]
 
     def _path(self, name):

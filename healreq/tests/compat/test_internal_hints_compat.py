@@ -31,7 +31,7 @@ from healreq.db import tables
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.compat import base
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 try:
     from nova import context as nova_context
@@ -52,7 +52,7 @@ def _forced(changes):
 
 
 class InternalHintsCompatTest(base.CommandInItsOwnProcess, base.NovaTestCase,
-                              fixtures.DeploymentTestCase):
+                              deployment_case.DeploymentTestCase):
 
     def setUp(self):
         super().setUp()

@@ -26,27 +26,9 @@ Only in the nova-compat environment (Nova 34.0.0), which installs what
 the framework needs besides nova (placement, oslotest, wsgi-intercept).
 Elsewhere this module holds no test; there, with HEALREQ_TEST_REQUIRE_NOVA
 set, a framework that cannot be imported is a failure.
-
-The databases: Nova's fixtures keep the API and cell databases in
-in-memory SQLite, which only the test process can reach, through one
-shared connection. Here they are SQLite files instead: the API database
-through ``[api_database]/connection``, each cell through a cell mapping
-whose ``database_connection`` is its file's URL (Nova's CellDatabases
-fixture keys its engines by that string, so Nova routes to the same
-file). nova-heal then runs as an operator runs it: the real command in a
-process of its own, given a nova.conf, finding the cells through the cell
-mappings, while Nova's services keep running. Handing the library API
-engines bound to the in-memory databases would instead have shared the
-services' one SQLite connection and bypassed the configuration and cell
-mapping code.
 """
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import unittest
 
 import sqlalchemy as sa
@@ -54,208 +36,20 @@ import testtools
 
 from healreq.db import tables
 from healreq.tests.compat import base
+from healreq.tests.compat import services
 
-# The Nova whose functional framework the nova-compat environment holds.
-SERVICES_SERIES = 34
+if services.available():
+    from nova import context as nova_context
+    from nova import objects
+    from nova.tests.functional.api import client as api_client
 
-_Base = object
-_import_error = None
-if base.NOVA_VERSION is not None and base.NOVA_VERSION[0] == SERVICES_SERIES:
-    try:
-        from nova import conf as nova_conf
-        from nova import context as nova_context
-        from nova import objects
-        from nova.tests import fixtures as nova_fixtures
-        from nova.tests.functional.api import client as api_client
-        from nova.tests.functional import integrated_helpers
-        from oslo_utils.fixture import uuidsentinel
-        _Base = integrated_helpers.ProviderUsageBaseTestCase
-    except ImportError as exc:  # pragma: no cover - depends on the env
-        _import_error = exc
-
-DATA = 'nova_object.data'
+DATA = services.DATA
 # The hosts' zones, and the weights that make the scheduler's choice
 # among the hosts it may use predictable (the heaviest wins).
 ZONES = {'az1': ['host1'], 'az2': ['host2', 'host3'], 'az3': ['host4']}
 
 
-class _Services(_Base):
-    """Nova's services on SQLite files, and nova-heal run against them."""
-
-    compute_driver = 'fake.MediumFakeDriver'
-    weights = None  # HostNameWeigherFixture's default
-
-    def setUp(self):
-        self.directory = tempfile.mkdtemp(prefix='healreq-services-')
-        self.addCleanup(shutil.rmtree, self.directory, True)
-        # The wheel installs api-paste.ini under <prefix>/etc/nova, not
-        # where the test configuration looks for it by default.
-        self.flags(api_paste_config=os.path.join(
-            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
-        self.flags(connection=self._url('api'), group='api_database')
-        # Before the scheduler starts: it loads its weighers then.
-        self.useFixture(nova_fixtures.HostNameWeigherFixture(self.weights))
-        super().setUp()
-        self.api_engine = sa.create_engine(self._url('api'))
-        self.addCleanup(self.api_engine.dispose)
-        self.cell_engine = sa.create_engine(self._url('cell1'))
-        self.addCleanup(self.cell_engine.dispose)
-        self.config_file = os.path.join(self.directory, 'nova.conf')
-        with open(self.config_file, 'w') as handle:
-            handle.write('[api_database]\nconnection = %s\n'
-                         '[database]\nconnection = %s\n'
-                         '[healreq]\nskip_updated_within = 0\n'
-                         'state_path = %s\n'
-                         % (self._url('api'), self._url('cell1'),
-                            self.directory))
-
-    def _url(self, name):
-        return 'sqlite:///%s' % os.path.join(self.directory,
-                                             'nova_%s.sqlite' % name)
-
-    def _setup_cells(self):
-        """cell0 and cell1 as Nova's test base has them, in SQLite files.
-
-        Each mapping's database_connection is its file's URL; Nova's
-        CellDatabases creates a cell's engine from [database]/connection
-        when it is added.
-        """
-        cells = nova_fixtures.CellDatabases()
-        context = nova_context.get_context()
-        conf = nova_conf.CONF
-        for name, uuid in (('cell0', objects.CellMapping.CELL0_UUID),
-                           ('cell1', uuidsentinel.cell1)):
-            url = self._url(name)
-            mapping = objects.CellMapping(
-                context=context, uuid=uuid, name=name,
-                transport_url='fake://nowhere/', database_connection=url)
-            mapping.create()
-            self.cell_mappings[name] = mapping
-            conf.set_override('connection', url, group='database')
-            try:
-                cells.add_cell_database(url, default=name == 'cell1')
-            finally:
-                conf.clear_override('connection', group='database')
-        self.useFixture(cells)
-
-    # -- nova-heal and the rows ----------------------------------------
-
-    def heal(self, *args):
-        """Run ``nova-heal request-specs`` in a process of its own.
-
-        Returns its exit code and its JSON report.
-        """
-        process = subprocess.run(
-            [sys.executable, '-m', 'healreq', '--config-file',
-             self.config_file, 'request-specs', '--format', 'json']
-            + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True, timeout=300)
-        try:
-            return process.returncode, json.loads(process.stdout)
-        except ValueError:
-            self.fail('nova-heal wrote no JSON report (exit %d): %s%s' % (
-                process.returncode, process.stdout, process.stderr))
-
-    def heal_ok(self, *args):
-        """Heal; return ``{uuid: (status, reason)}`` of what it found."""
-        code, document = self.heal(*args)
-        self.assertEqual(0, code, document)
-        self.assertEqual(base.RELEASE.series, document['release']['series'])
-        return {r['instance_uuid']: (r['status'], r['reason'])
-                for r in document['results']}
-
-    def spec(self, server):
-        """The stored spec of ``server``'s instance (its data), or None."""
-        t = tables.request_specs
-        with self.api_engine.connect() as conn:
-            text = conn.execute(sa.select(t.c.spec).where(
-                t.c.instance_uuid == server['id'])).scalar()
-        return None if text is None else json.loads(text)[DATA]
-
-    def instance_zone(self, server):
-        """``instances.availability_zone`` of ``server``."""
-        t = tables.instances
-        with self.cell_engine.connect() as conn:
-            return conn.execute(sa.select(t.c.availability_zone).where(
-                t.c.uuid == server['id'])).scalar()
-
-    def edit_spec(self, server, **values):
-        """Set fields of the stored spec, as drift leaves them."""
-        t = tables.request_specs
-        with self.api_engine.begin() as conn:
-            spec = json.loads(conn.execute(sa.select(t.c.spec).where(
-                t.c.instance_uuid == server['id'])).scalar())
-            spec[DATA].update(values)
-            conn.execute(t.update().where(
-                t.c.instance_uuid == server['id']).values(
-                spec=json.dumps(spec)))
-
-    def delete_spec(self, server):
-        t = tables.request_specs
-        with self.api_engine.begin() as conn:
-            self.assertEqual(1, conn.execute(t.delete().where(
-                t.c.instance_uuid == server['id'])).rowcount)
-
-    # -- Nova's API ----------------------------------------------------
-
-    def anti_affinity_members(self, *names):
-        """A new anti-affinity group and its members, booted in turn."""
-        group = self.at('2.64', 'post_server_groups', {
-            'name': 'web', 'policy': 'anti-affinity'})
-        members = [self._wait_for_state_change(self.admin_api.post_server({
-            'server': self._build_server(name=name, networks='none'),
-            'os:scheduler_hints': {'group': group['id']}}), 'ACTIVE')
-            for name in names]
-        return group, members
-
-    def at(self, microversion, method, *args, **kwargs):
-        """Call the admin API at ``microversion``."""
-        saved = self.admin_api.microversion
-        self.admin_api.microversion = microversion
-        try:
-            return getattr(self.admin_api, method)(*args, **kwargs)
-        finally:
-            self.admin_api.microversion = saved
-
-    def zones(self, aggregates):
-        """Put the hosts into availability zones: ``{zone: [host]}``."""
-        for zone, hosts in sorted(aggregates.items()):
-            aggregate = self._create_aggregate('agg-' + zone, zone)
-            for host in hosts:
-                self.admin_api.add_host_to_aggregate(aggregate, host)
-
-    def start_computes(self, *hosts):
-        for host in hosts:
-            self._start_compute(host)
-
-    def host_down(self, host):
-        """Stop ``host``'s compute and force its service down."""
-        self.computes[host].stop()
-        service, = self.admin_api.get_services(host=host,
-                                               binary='nova-compute')
-        self.admin_api.put_service_force_down(service['id'], True)
-
-    def action_error(self, server, action):
-        """The traceback's last line of ``action``'s failed event."""
-        actions = self.at('2.51', 'get_instance_actions', server['id'])
-        request_id = next(a['request_id'] for a in actions
-                          if a['action'] == action)
-        self._wait_for_instance_action_event(server, action, 'conductor_' + (
-            'migrate_server' if action == 'migrate' else action), 'Error')
-        events = self.at('2.51', 'api_get', '/servers/%s/os-instance-actions'
-                         '/%s' % (server['id'], request_id)).body[
-            'instanceAction']['events']
-        lines = [line.strip() for event in events
-                 for line in (event.get('traceback') or '').splitlines()
-                 if line.strip() and set(line.strip()) - set('^~')]
-        return lines[-1] if lines else None
-
-    def server_host(self, server):
-        return self.admin_api.get_server(server['id'])[
-            'OS-EXT-SRV-ATTR:host']
-
-
-class AvailabilityZoneTest(_Services):
+class AvailabilityZoneTest(services.Services):
     """A pin that a forced live migration left behind, healed by policy."""
 
     weights = {'host4': 100, 'host1': 50, 'host3': 20, 'host2': 10}
@@ -318,7 +112,7 @@ class AvailabilityZoneTest(_Services):
                                             self.instance_zone(server)))
 
 
-class ServerGroupTest(_Services):
+class ServerGroupTest(services.Services):
     """An anti-affinity member whose spec lost its group."""
 
     def setUp(self):
@@ -373,7 +167,7 @@ class ServerGroupTest(_Services):
         self.assertEqual('host2', self.server_host(self.peer))
 
 
-class RecreatedSpecTest(_Services):
+class RecreatedSpecTest(services.Services):
     """A member of an anti-affinity group whose spec row was deleted."""
 
     def setUp(self):
@@ -429,7 +223,7 @@ class RecreatedSpecTest(_Services):
                           'host3'], hosts)
 
 
-class DeletedGroupTest(_Services):
+class DeletedGroupTest(services.Services):
     """Anti-affinity members whose group was deleted through the API.
 
     Nova loads such a spec without the group and without its hint, so
@@ -516,7 +310,7 @@ class DeletedGroupTest(_Services):
         self.heal_leaves_both()
 
 
-class RebuildHintTest(_Services):
+class RebuildHintTest(services.Services):
     """A rebuild with a new image saves its internal hint and forced host.
 
     The spec of ``server`` and of ``moved`` lacks is_bfv (as specs from
@@ -606,7 +400,7 @@ class RebuildHintTest(_Services):
                 self.allocated_hosts(server)))
 
 
-class GoneSameHostTest(_Services):
+class GoneSameHostTest(services.Services):
     """A server booted next to another (same_host) that was deleted.
 
     SameHostFilter passes only the hosts that run an instance the hint
@@ -657,7 +451,7 @@ class GoneSameHostTest(_Services):
         self.assertNotEqual(self.host, server['OS-EXT-SRV-ATTR:host'])
 
 
-class PropagatedFlavorTest(_Services):
+class PropagatedFlavorTest(services.Services):
     """A flavor's extra specs changed, and a spec rewritten from them.
 
     The operator adds a required trait to the flavor through the API and
@@ -727,7 +521,7 @@ class FrameworkTest(testtools.TestCase):
 
     def test_framework_imports(self):
         self.fail("Nova's functional test framework cannot be imported: %s"
-                  % _import_error)
+                  % services.IMPORT_ERROR)
 
 
 def load_tests(loader, tests, pattern):
@@ -737,12 +531,12 @@ def load_tests(loader, tests, pattern):
     HEALREQ_TEST_REQUIRE_NOVA is set; with another Nova there are none.
     """
     suite = unittest.TestSuite()
-    if _Base is not object:
+    if services.available():
         for case in (AvailabilityZoneTest, ServerGroupTest,
                      RecreatedSpecTest, DeletedGroupTest,
                      RebuildHintTest, GoneSameHostTest,
                      PropagatedFlavorTest):
             suite.addTests(loader.loadTestsFromTestCase(case))
-    elif _import_error is not None and base.REQUIRE_NOVA:
+    elif services.IMPORT_ERROR is not None and base.REQUIRE_NOVA:
         suite.addTests(loader.loadTestsFromTestCase(FrameworkTest))
     return suite

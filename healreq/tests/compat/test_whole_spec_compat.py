@@ -38,11 +38,8 @@ from healreq.db import tables
 from healreq.testing import deployment as dep
 from healreq.tests.compat import base
 from healreq.tests.compat import deliberate
-# The flavors and PCI request the written-specs test builds instances of.
-from healreq.tests.compat.test_written_specs_compat import GPU
-from healreq.tests.compat.test_written_specs_compat import PCPU
-from healreq.tests.compat.test_written_specs_compat import T4_REQUEST
-from healreq.tests.functional import fixtures
+from healreq.tests.compat import flavors
+from healreq.tests.functional import deployment_case
 
 try:
     from nova import context as nova_context
@@ -73,7 +70,7 @@ OTHER_HINTS = {'different_host': ['0f7e5c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b']}
 
 
 class WholeSpecCompatTest(base.CommandInItsOwnProcess, base.NovaTestCase,
-                          fixtures.DeploymentTestCase):
+                          deployment_case.DeploymentTestCase):
 
     def setUp(self):
         super().setUp()
@@ -151,13 +148,13 @@ class WholeSpecCompatTest(base.CommandInItsOwnProcess, base.NovaTestCase,
         self._add(self.cell2, PINNED, 'pin+numa', spec_fields=pin,
                   system_metadata=dep.image_system_metadata(
                       NUMA_PROPS, min_disk=40), **moved)
-        self._add(self.cell1, GPU, 'pin+pci', spec_fields=pin,
-                  extra_pci_requests=json.dumps(T4_REQUEST), **moved)
+        self._add(self.cell1, flavors.GPU, 'pin+pci', spec_fields=pin,
+                  extra_pci_requests=json.dumps(flavors.T4_REQUEST), **moved)
         self._add(self.cell1, SHARED, 'pinned alike', spec_fields=pin)
         # Members whose spec lost the group or its hint.
         null = self._add(self.cell1, SHARED, 'null group, no hint')
         nameless = self._add(self.cell2, SHARED, 'group without uuid')
-        no_hint = self._add(self.cell1, PCPU, 'group without its hint')
+        no_hint = self._add(self.cell1, flavors.PCPU, 'group without its hint')
         peer = self._add(self.cell2, SHARED, 'intact member')
         aff_null = self._add(self.cell1, PINNED, 'null group+numa',
                              system_metadata=dep.image_system_metadata(
@@ -173,9 +170,9 @@ class WholeSpecCompatTest(base.CommandInItsOwnProcess, base.NovaTestCase,
         numa = self._add(self.cell2, PINNED, 'missing, numa', spec=None,
                          system_metadata=dep.image_system_metadata(
                              NUMA_PROPS, min_disk=40), **moved)
-        gpu = self._add(self.cell1, GPU, 'missing, pci', spec=None,
-                        extra_pci_requests=json.dumps(T4_REQUEST))
-        self._add(self.cell2, PCPU, 'missing, volume', spec=None,
+        gpu = self._add(self.cell1, flavors.GPU, 'missing, pci', spec=None,
+                        extra_pci_requests=json.dumps(flavors.T4_REQUEST))
+        self._add(self.cell2, flavors.PCPU, 'missing, volume', spec=None,
                   image_ref='', block_devices=[{}], **moved)
         web = self._group('web', 'anti-affinity',
                           '{"max_server_per_host": "1"}',
@@ -383,7 +380,8 @@ class WholeSpecCompatTest(base.CommandInItsOwnProcess, base.NovaTestCase,
              'spec': self._from_components(uuid, 'report')})
         parts = _image_parts(ours, theirs)
         self.assertEqual(*parts['image'])
-        self.assertEqual((10, GPU[DATA]['root_gb']), parts['image.min_disk'])
+        self.assertEqual((10, flavors.GPU[DATA]['root_gb']),
+                         parts['image.min_disk'])
         self.assertIn('name', parts['image (Glance only)'][0])
         self.assertEqual({}, parts['image (Glance only)'][1])
         mine, nova = (_field(ours, 'pci_requests'),

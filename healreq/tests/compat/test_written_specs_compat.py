@@ -31,7 +31,8 @@ import json
 from healreq.db import tables
 from healreq.testing import deployment as dep
 from healreq.tests.compat import base
-from healreq.tests.functional import fixtures
+from healreq.tests.compat import flavors
+from healreq.tests.functional import deployment_case
 
 try:
     from nova import context as nova_context
@@ -50,23 +51,12 @@ PINNED = dep.flavor(11, 'c1.pinned', vcpus=4, memory_mb=4096, root_gb=40,
 MIXED = dep.flavor(12, 'm1.mixed', vcpus=4, memory_mb=4096, root_gb=40,
                    extra_specs={'hw:cpu_policy': 'mixed',
                                 'hw:cpu_dedicated_mask': '^0-1'})
-PCPU = dep.flavor(13, 'p1.pcpu', vcpus=2, memory_mb=2048, root_gb=20,
-                  extra_specs={'resources:PCPU': '2'})
-GPU = dep.flavor(14, 'x1.gpu', vcpus=8, memory_mb=16384, root_gb=80,
-                 extra_specs={'pci_passthrough:alias': 't4:1'})
 PROPS = {'hw_architecture': 'x86_64', 'hw_disk_bus': 'scsi',
          'hw_scsi_model': 'virtio-scsi', 'hw_qemu_guest_agent': 'yes',
          'os_distro': 'ubuntu', 'trait:CUSTOM_SSD': 'required'}
 # Properties that refine the NUMA request of a pinned flavor.
 NUMA_PROPS = dict(PROPS, hw_mem_page_size='2048',
                   hw_cpu_thread_policy='prefer')
-T4_REQUEST = [{'count': 1, 'spec': [{'vendor_id': '10de',
-                                     'product_id': '1eb8',
-                                     'dev_type': 'type-PCI'}],
-               'alias_name': 't4', 'is_new': False,
-               'numa_policy': 'preferred',
-               'request_id': 'e2394b25-5c6e-4bcb-9a57-8d9e1f2a3b4c',
-               'requester_id': None}]
 
 
 def _image(**kwargs):
@@ -76,7 +66,7 @@ def _image(**kwargs):
 
 
 class WrittenSpecsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
-                       fixtures.DeploymentTestCase):
+                       deployment_case.DeploymentTestCase):
 
     def _run_release(self):
         """Make every cell's services those of the installed Nova."""
@@ -108,7 +98,7 @@ class WrittenSpecsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
         self._add(PINNED, spec_flavor=SHARED,
                   system_metadata=dep.image_system_metadata(NUMA_PROPS))
         self._add(MIXED, spec_flavor=SHARED)
-        self._add(PCPU, spec_flavor=SHARED)
+        self._add(flavors.PCPU, spec_flavor=SHARED)
         # Stale image properties after a rebuild.
         self._add(SHARED, spec_fields=dict(spec_image=_image(
             properties={'hw_disk_bus': 'virtio'})))
@@ -118,8 +108,8 @@ class WrittenSpecsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
         # Volume-backed, recorded as image-backed.
         self._add(SHARED, image_ref='', block_devices=[{}])
         # PCI alias of the current flavor missing from the spec.
-        self._add(GPU, spec_flavor=SHARED,
-                  extra_pci_requests=json.dumps(T4_REQUEST))
+        self._add(flavors.GPU, spec_flavor=SHARED,
+                  extra_pci_requests=json.dumps(flavors.T4_REQUEST))
         # A spec saved without user_id.
         self._add(SHARED, spec_fields=dict(user_id=None))
 
@@ -294,7 +284,7 @@ def _cells(topology):
 
 
 class PrunedHintsTest(base.CommandInItsOwnProcess, base.NovaTestCase,
-                      fixtures.DeploymentTestCase):
+                      deployment_case.DeploymentTestCase):
     """Pruned specs load in Nova, other hints and fields unchanged."""
 
     def _hinted(self, hints):

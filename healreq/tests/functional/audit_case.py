@@ -21,10 +21,10 @@ import os
 
 import sqlalchemy as sa
 
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
-class AuditTestCase(fixtures.DeploymentTestCase):
+class AuditTestCase(deployment_case.DeploymentTestCase):
     """Helpers to read the audit store, through the CLI and directly."""
 
     def audit_path(self):

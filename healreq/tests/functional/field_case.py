@@ -21,7 +21,7 @@ import copy
 import json
 
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
 def image_properties(**extra):
@@ -39,7 +39,7 @@ def without_keys(document, *keys):
     return document
 
 
-class FieldTestCase(fixtures.DeploymentTestCase):
+class FieldTestCase(deployment_case.DeploymentTestCase):
     """Runs that heal, refuse or leave alone one instance's fields."""
 
     def assert_heals(self, cell, instance_uuid, reason, changes, *args):

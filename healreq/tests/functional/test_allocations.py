@@ -25,13 +25,13 @@ import sqlalchemy as sa
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests import cli
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 SMALL = {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20}
 LARGE = {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 80}
 
 
-class AllocationsTestCase(fixtures.DeploymentTestCase):
+class AllocationsTestCase(deployment_case.DeploymentTestCase):
     """A deployment with a Placement database and two compute nodes."""
 
     def setUp(self):

@@ -26,7 +26,7 @@ import socket
 import stat
 import uuid as uuidlib
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq import api
@@ -38,7 +38,7 @@ from healreq.heal import field_checks
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import clocks
 from healreq import version
 
 HEAL_FILTERS = {'instance': None, 'cell': None, 'max_count': None,
@@ -60,9 +60,9 @@ class RunRecordTest(audit_case.AuditTestCase):
 
     def test_heal_is_recorded(self):
         before = self.all_spec_texts()
-        started = fixtures.utcnow()
+        started = clocks.utcnow()
         result, document = self.heal_json()
-        ended = fixtures.utcnow()
+        ended = clocks.utcnow()
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         after = self.all_spec_texts()
         run_id = document['run_id']
@@ -229,7 +229,7 @@ class RunRecordTest(audit_case.AuditTestCase):
         run exited 0. A missing directory is not an unexpected error.
         """
         missing = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'missing')
+            self.useFixture(fixtures.TempDir()).path, 'missing')
         outcomes = []
         for option in ('--plan', '--metrics-file'):
             known = set(self.audit_runs())
@@ -327,7 +327,7 @@ class ComponentErrorTest(audit_case.AuditTestCase):
         # at most as many pages ahead as its pipe buffers (64 KiB, a
         # dozen pages of one instance) and it loads: it reads the last
         # batches' API rows after the rename.
-        clock = fixtures.ActingClock(drop_specs, 1)
+        clock = clocks.ActingClock(drop_specs, 1)
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)
         options = api.Options(
@@ -355,9 +355,9 @@ class AuditFileTest(audit_case.AuditTestCase):
 
     def test_created_owner_only(self):
         self.add_drifted(self.cell1)
-        parent = self.useFixture(test_fixtures.TempDir()).path
+        parent = self.useFixture(fixtures.TempDir()).path
         state = os.path.join(parent, 'nova-heal', 'state')
-        self.useFixture(test_fixtures.EnvironmentVariable(
+        self.useFixture(fixtures.EnvironmentVariable(
             'OS_HEALREQ__STATE_PATH', state))
         # A permissive umask must not widen the modes.
         previous = os.umask(0)
@@ -710,7 +710,7 @@ class PlanApplyTest(audit_case.AuditTestCase):
         self.add_consistent(self.cell1)
         self.originals = self.all_spec_texts()
         self.plan_path = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
+            self.useFixture(fixtures.TempDir()).path, 'plan.json')
 
     def write_plan(self):
         result, document = self.heal_json('--dry-run', '--plan',

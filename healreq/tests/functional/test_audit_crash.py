@@ -26,7 +26,7 @@ import signal
 import subprocess
 import time
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq import api
@@ -199,7 +199,7 @@ class InjectedCrashTest(audit_case.AuditTestCase):
 
     def test_apply_settles_interrupted_runs_first(self):
         plan_path = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
+            self.useFixture(fixtures.TempDir()).path, 'plan.json')
         result = self.heal('--dry-run', '--plan', plan_path)
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         run_id = self.crash_heal(InterruptedBeforeWrite)
@@ -306,7 +306,7 @@ class _KillCase(audit_case.AuditTestCase):
                       for n in range(self.INSTANCES)]
         self.originals = self.all_spec_texts()
         self.output = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'stderr')
+            self.useFixture(fixtures.TempDir()).path, 'stderr')
         self.env = dict(os.environ, OS_HEALREQ__STATE_PATH=self.state_path)
         # The command waits for the test's locks as long as it may (the
         # test kills it as soon as it waits).

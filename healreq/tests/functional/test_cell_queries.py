@@ -28,7 +28,7 @@ from healreq.db import tables
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import backends
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 # Values a JSON encoding must carry through unchanged.
 AWKWARD_VALUES = {
@@ -40,7 +40,7 @@ AWKWARD_VALUES = {
 }
 
 
-class SystemMetadataTest(fixtures.DeploymentTestCase):
+class SystemMetadataTest(deployment_case.DeploymentTestCase):
 
     def setUp(self):
         super().setUp()
@@ -161,7 +161,7 @@ class SystemMetadataTest(fixtures.DeploymentTestCase):
             1, len([s for s in statements if aggregate in s.lower()]))
 
 
-class MigrationsTest(fixtures.DeploymentTestCase):
+class MigrationsTest(deployment_case.DeploymentTestCase):
     """Migrations in progress and failed resizes come from one query."""
 
     def add(self, *migrations):

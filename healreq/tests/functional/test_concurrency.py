@@ -23,7 +23,8 @@ from healreq.db import tables
 from healreq.heal.findings import Status
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import clocks
+from healreq.tests.functional import deployment_case
 
 # ActingClock calls: 1 = right after the batch was read (before the
 # re-read of the instance), 2 = right before the spec is written.
@@ -31,11 +32,11 @@ AFTER_READ = 1
 BEFORE_WRITE = 2
 
 
-class ConcurrencyTest(fixtures.DeploymentTestCase):
+class ConcurrencyTest(deployment_case.DeploymentTestCase):
 
     def race(self, uuid, action, on_call, **options):
         """Run request-specs on ``uuid`` with ``action`` racing it."""
-        clock = fixtures.ActingClock(action, on_call)
+        clock = clocks.ActingClock(action, on_call)
         options.setdefault('instance_uuid', uuid)
         report = self.run_in_process(clock=clock, **options)
         self.assertTrue(clock.fired, 'the concurrent change never ran')

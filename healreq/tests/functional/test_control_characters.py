@@ -23,7 +23,7 @@ import os
 import re
 import unicodedata
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
@@ -76,7 +76,7 @@ class ControlCharacterTest(audit_case.AuditTestCase):
             conn.execute(t.update().where(t.c.uuid == self.cell1.uuid)
                          .values(name=self.cell_name))
         self.plan = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'heal.plan')
+            self.useFixture(fixtures.TempDir()).path, 'heal.plan')
 
     def assert_clean(self, result, line_pattern, codes=(0,)):
         """One prefixed line per line on stdout; nothing raw anywhere."""

@@ -18,12 +18,13 @@ import json
 from healreq.cmd import common
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import clocks
+from healreq.tests.functional import deployment_case
 
 UNREACHABLE_URL = 'mysql+pymysql://u:SECRETPW@127.0.0.1:1/x'
 
 
-class InstanceErrorTest(fixtures.DeploymentTestCase):
+class InstanceErrorTest(deployment_case.DeploymentTestCase):
     """Each broken instance is an error (exit 2) and nothing is written."""
 
     def assertError(self, uuid, reason):
@@ -83,7 +84,7 @@ class InstanceErrorTest(fixtures.DeploymentTestCase):
                          'instance-mapped-elsewhere')
 
 
-class CosmeticTest(fixtures.DeploymentTestCase):
+class CosmeticTest(deployment_case.DeploymentTestCase):
     """Differences Nova itself makes or ignores are not drift."""
 
     def assertConsistent(self, spec_flavor=None, spec_text=None):
@@ -142,7 +143,7 @@ class CosmeticTest(fixtures.DeploymentTestCase):
         self.assertConsistent(spec_flavor=self.flavor(memory_mb='2048'))
 
 
-class CellErrorTest(fixtures.DeploymentTestCase):
+class CellErrorTest(deployment_case.DeploymentTestCase):
     """A broken cell is reported; the other cells are still healed."""
 
     def setUp(self):
@@ -225,7 +226,7 @@ class CellErrorTest(fixtures.DeploymentTestCase):
         self.assertNotIn('SECRETPW', result.stdout + result.stderr)
 
 
-class ExitCodeTest(fixtures.DeploymentTestCase):
+class ExitCodeTest(deployment_case.DeploymentTestCase):
     """The most severe outcome wins: 2, 3, 1, 0, 4."""
 
     def test_error_beats_healed(self):
@@ -247,7 +248,7 @@ class ExitCodeTest(fixtures.DeploymentTestCase):
     def test_error_beats_conflict(self):
         self.add_drifted(self.cell1, spec=None)
         raced = self.add_drifted(self.cell1)
-        clock = fixtures.ActingClock(
+        clock = clocks.ActingClock(
             lambda: self.deployment.set_spec(raced, '{"changed": 1}'),
             on_call=2)
         report = self.run_in_process(clock=clock, cell_uuid=self.cell1.uuid)

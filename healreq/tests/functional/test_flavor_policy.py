@@ -24,7 +24,7 @@ import copy
 import json
 import os
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
@@ -162,7 +162,7 @@ class FlavorPolicyTest(audit_case.AuditTestCase):
         self.assertEqual(self.originals, self.all_spec_texts())
 
     def test_plan_and_apply_carry_the_policy(self):
-        directory = self.useFixture(test_fixtures.TempDir()).path
+        directory = self.useFixture(fixtures.TempDir()).path
         default_plan = os.path.join(directory, 'default.json')
         result = self.heal('--dry-run', '--plan', default_plan)
         self.assertEqual(0, result.code, result.stdout + result.stderr)
@@ -191,7 +191,7 @@ class FlavorPolicyTest(audit_case.AuditTestCase):
 
     def test_plan_of_an_earlier_release_heals_as_it_did(self):
         """Releases before --flavor-policy healed propagated flavors."""
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'plan.json')
         result = self.heal('--dry-run', '--flavor-policy', 'instance',
                            '--plan', path)

@@ -16,7 +16,7 @@ import importlib.util
 import json
 import os
 
-import fixtures as test_fixtures
+import fixtures
 
 from healreq.tests import cli
 from healreq.tests.functional import audit_case
@@ -32,7 +32,7 @@ class ConfigurationErrorTest(audit_case.AuditTestCase):
         super().setUp()
         self.drifted = self.add_drifted(self.cell1)
         self.plan = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'heal.plan')
+            self.useFixture(fixtures.TempDir()).path, 'heal.plan')
         self.run_id = self.heal_run('--dry-run', '--plan', self.plan)
         self.runs = self.audit_runs()
         self.specs = self.all_spec_texts()
@@ -80,7 +80,7 @@ class ConfigurationErrorTest(audit_case.AuditTestCase):
         return text
 
     def test_non_utf8_configuration_file(self):
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'nova.conf')
         with open(path, 'wb') as handle:
             handle.write(self.config_text(
@@ -88,7 +88,7 @@ class ConfigurationErrorTest(audit_case.AuditTestCase):
         self.assert_refused(['--config-file', path], path, 'not UTF-8')
 
     def test_non_utf8_file_in_a_config_dir(self):
-        directory = self.useFixture(test_fixtures.TempDir()).path
+        directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, 'zz-local.conf')
         with open(path, 'wb') as handle:
             handle.write(b'[healreq]\n# r\xe9glages\n')
@@ -96,7 +96,7 @@ class ConfigurationErrorTest(audit_case.AuditTestCase):
                              '--config-dir', directory], path, 'not UTF-8')
 
     def test_configuration_file_that_is_a_directory(self):
-        directory = self.useFixture(test_fixtures.TempDir()).path
+        directory = self.useFixture(fixtures.TempDir()).path
         self.assert_refused(['--config-file', directory], directory)
 
     def test_store_driver_not_installed(self):

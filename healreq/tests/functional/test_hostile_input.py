@@ -16,7 +16,7 @@ import json
 import os
 import uuid
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 import testtools
@@ -27,10 +27,10 @@ from healreq.testing import deployment as dep
 from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
-class EmptyFilterTest(fixtures.DeploymentTestCase):
+class EmptyFilterTest(deployment_case.DeploymentTestCase):
     """An empty ``$UUID`` in a cron line must not mean "everything"."""
 
     def setUp(self):
@@ -71,7 +71,7 @@ class EmptyFilterTest(fixtures.DeploymentTestCase):
         self.assertEqual(healed, self.all_spec_texts())
 
 
-class NumberValidationTest(fixtures.DeploymentTestCase):
+class NumberValidationTest(deployment_case.DeploymentTestCase):
     """Numbers that cannot be honoured are refused before any write."""
 
     REFUSED = [
@@ -276,16 +276,16 @@ class BracedPasswordCellTest(audit_case.AuditTestCase):
         self.assertNotIn(b'LeakPart', self.state_bytes())
 
 
-class OutputFileTest(fixtures.DeploymentTestCase):
+class OutputFileTest(deployment_case.DeploymentTestCase):
     """Plan and metrics files in a directory other users can write."""
 
     def setUp(self):
         super().setUp()
         self.add_drifted(self.cell1)
-        self.shared = self.useFixture(test_fixtures.TempDir()).path
+        self.shared = self.useFixture(fixtures.TempDir()).path
         os.chmod(self.shared, 0o1777)
         self.victim = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'victim')
+            self.useFixture(fixtures.TempDir()).path, 'victim')
         with open(self.victim, 'w') as handle:
             handle.write('precious\n')
 
@@ -320,7 +320,7 @@ class OutputFileTest(fixtures.DeploymentTestCase):
         self.assertEqual(sorted(targets), sorted(os.listdir(self.shared)))
 
 
-class LogSettingsTest(fixtures.DeploymentTestCase):
+class LogSettingsTest(deployment_case.DeploymentTestCase):
     """oslo.log settings of a copied nova.conf never stop the tool."""
 
     def config_with(self, default_line):
@@ -350,7 +350,7 @@ class LogSettingsTest(fixtures.DeploymentTestCase):
         self.assertIn('logging to stderr instead', result.stderr)
 
     def test_existing_log_dir_gets_the_log_file(self):
-        log_dir = self.useFixture(test_fixtures.TempDir()).path
+        log_dir = self.useFixture(fixtures.TempDir()).path
         config = self.config_with('log_dir = %s' % log_dir)
         result = self.heal('--dry-run', '--verbose', config_file=config)
         self.assertEqual(4, result.code, result.stderr)
@@ -366,7 +366,7 @@ class DemoWorkdirTest(testtools.TestCase):
         return cli.run_main(['demo', '--workdir', workdir])
 
     def test_empty_and_new_directories_work_once(self):
-        parent = self.useFixture(test_fixtures.TempDir()).path
+        parent = self.useFixture(fixtures.TempDir()).path
         for workdir in (parent, os.path.join(parent, 'new')):
             if workdir != parent:
                 self.assertFalse(os.path.exists(workdir))
@@ -381,7 +381,7 @@ class DemoWorkdirTest(testtools.TestCase):
             self.assertEqual(listing, sorted(os.listdir(workdir)))
 
     def test_a_file_is_refused(self):
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'file')
         with open(path, 'w') as handle:
             handle.write('keep')
@@ -391,7 +391,7 @@ class DemoWorkdirTest(testtools.TestCase):
             self.assertEqual('keep', handle.read())
 
 
-class SpecCharsetTest(fixtures.DeploymentTestCase):
+class SpecCharsetTest(deployment_case.DeploymentTestCase):
     """The compare-and-swap matches a non-ASCII spec byte for byte.
 
     Nova writes ASCII-escaped JSON, but a spec edited by hand or by

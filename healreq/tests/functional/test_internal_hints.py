@@ -20,7 +20,7 @@ carried through a plan, and healed along with other drift.
 import json
 import os
 
-import fixtures as test_fixtures
+import fixtures
 
 from healreq.testing import demo
 from healreq.testing import deployment as dep
@@ -116,7 +116,7 @@ class RebuildHintTest(_HintCase):
         self.assertEqual(self.originals, self.all_spec_texts())
 
     def test_plan_and_apply(self):
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'plan.json')
         result = self.heal('--dry-run', '--plan', path)
         self.assertEqual(0, result.code, result.stdout + result.stderr)

@@ -22,7 +22,7 @@ from sqlalchemy.engine import url as sa_url
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
 from healreq.tests.functional import backends
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
 def _audit_changes(state_path):
@@ -66,7 +66,7 @@ def _account_url(test, url, grants):
         user, password, url.host, url.port or 3306, url.database)
 
 
-class MissingDriverTest(fixtures.DeploymentTestCase):
+class MissingDriverTest(deployment_case.DeploymentTestCase):
     """A cell whose database driver is not installed fails alone."""
 
     def assertDriverCellFails(self, url, driver):
@@ -94,7 +94,7 @@ class MissingDriverTest(fixtures.DeploymentTestCase):
                                    'MySQLdb')
 
 
-class InstanceFailureTest(fixtures.DeploymentTestCase):
+class InstanceFailureTest(deployment_case.DeploymentTestCase):
     """An unexpected failure on one instance stays with that instance."""
 
     # Where the recursion limit falls does not depend on the backend.
@@ -148,7 +148,7 @@ class InstanceFailureTest(fixtures.DeploymentTestCase):
         self.assertEqual(1, doc['summary']['errors'])
 
 
-class OversizedWriteTest(fixtures.DeploymentTestCase):
+class OversizedWriteTest(deployment_case.DeploymentTestCase):
     """A write bigger than MySQL's max_allowed_packet fails one instance.
 
     Only MySQL limits the size of a statement, so this runs on MySQL.
@@ -186,7 +186,7 @@ class OversizedWriteTest(fixtures.DeploymentTestCase):
         self.assertEqual(['refused', 'refused'], states)
 
 
-class ReadOnlyApiDatabaseTest(fixtures.DeploymentTestCase):
+class ReadOnlyApiDatabaseTest(deployment_case.DeploymentTestCase):
     """A heal without UPDATE on request_specs stops before any intent.
 
     On MySQL the API database is reached through a SELECT-only account;
@@ -226,7 +226,7 @@ class ReadOnlyApiDatabaseTest(fixtures.DeploymentTestCase):
                          sorted(r['instance_uuid'] for r in doc['results']))
 
 
-class InstanceInAnotherCellTest(fixtures.DeploymentTestCase):
+class InstanceInAnotherCellTest(deployment_case.DeploymentTestCase):
     """--instance agrees with a full run on an instance mapped elsewhere."""
 
     def test_instance_mapped_to_another_cell(self):
@@ -245,7 +245,7 @@ class InstanceInAnotherCellTest(fixtures.DeploymentTestCase):
         self.assertEqual(before, self.deployment.spec_text(uuid))
 
 
-class AuditInsertDeniedTest(fixtures.DeploymentTestCase):
+class AuditInsertDeniedTest(deployment_case.DeploymentTestCase):
     """An audit store refusing to record a change names the audit store.
 
     Only a MySQL store has privileges, so this runs on MySQL alone.

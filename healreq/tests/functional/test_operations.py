@@ -17,10 +17,10 @@ import os
 import time
 
 from healreq.testing import demo
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
-class ThrottleTest(fixtures.DeploymentTestCase):
+class ThrottleTest(deployment_case.DeploymentTestCase):
     def test_max_rate_is_honoured(self):
         for _ in range(12):
             self.add_consistent(self.cell1)
@@ -58,7 +58,7 @@ class ThrottleTest(fixtures.DeploymentTestCase):
             self.assertEqual(1, len(result.stderr.strip().splitlines()))
 
 
-class QuietTest(fixtures.DeploymentTestCase):
+class QuietTest(deployment_case.DeploymentTestCase):
     def test_quiet_prints_nothing_and_keeps_the_exit_code(self):
         self.add_drifted(self.cell1)
         result = self.heal('--dry-run', '--quiet')
@@ -75,7 +75,7 @@ class QuietTest(fixtures.DeploymentTestCase):
         self.assertNotIn('\r', result.stderr)
 
 
-class MetricsTest(fixtures.DeploymentTestCase):
+class MetricsTest(deployment_case.DeploymentTestCase):
     def _metrics(self, path):
         values = {}
         with open(path) as handle:
@@ -138,7 +138,7 @@ class MetricsTest(fixtures.DeploymentTestCase):
         self.assertNotIn('the previous file', open(path).read())
 
 
-class WorkersTest(fixtures.DeploymentTestCase):
+class WorkersTest(deployment_case.DeploymentTestCase):
     def _add_mix(self):
         for cell in (self.cell1, self.cell2):
             for _ in range(3):

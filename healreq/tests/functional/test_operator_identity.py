@@ -21,7 +21,7 @@ import json
 import os
 import pwd
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq.tests.functional import audit_case
@@ -43,7 +43,7 @@ class OperatorTestCase(audit_case.AuditTestCase):
         self.add_drifted(self.cell1)
         for variable in ('SUDO_USER', 'LOGNAME', 'USER', 'LNAME',
                          'USERNAME'):
-            self.useFixture(test_fixtures.EnvironmentVariable(variable))
+            self.useFixture(fixtures.EnvironmentVariable(variable))
 
     def expected(self, *annotations):
         """The real user as recorded: passwd name, uid, annotations."""
@@ -52,8 +52,7 @@ class OperatorTestCase(audit_case.AuditTestCase):
 
     def set_environment(self, **values):
         for variable, value in values.items():
-            self.useFixture(test_fixtures.EnvironmentVariable(variable,
-                                                              value))
+            self.useFixture(fixtures.EnvironmentVariable(variable, value))
 
     def recorded_operator(self):
         """Run a dry run; the operator its run records."""
@@ -119,7 +118,7 @@ class UidWithoutPasswdEntryTest(OperatorTestCase):
         super().setUp()
         other_user.require_root(self)
         self.uid = other_user.uid_without_passwd_entry()
-        self.state = self.useFixture(test_fixtures.TempDir()).path
+        self.state = self.useFixture(fixtures.TempDir()).path
         os.chown(self.state, self.uid, self.uid)
         os.chmod(self.state, 0o700)
         directories = [os.path.dirname(self.config_file)]

@@ -25,13 +25,12 @@ import signal
 import subprocess
 import uuid
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
 from healreq.tests import cli
 from healreq.tests.functional import audit_case
-from healreq.tests.functional import fixtures
 
 
 SECRET = 'Xq7SecretPw'
@@ -122,7 +121,7 @@ class MetricsOnEveryExitTest(audit_case.AuditTestCase):
     def setUp(self):
         super().setUp()
         self.metrics = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'heal.prom')
+            self.useFixture(fixtures.TempDir()).path, 'heal.prom')
         with open(self.metrics, 'w') as handle:
             handle.write('nova_heal_request_specs_last_success_timestamp_'
                          'seconds %d\n' % self.PREVIOUS)
@@ -150,7 +149,7 @@ class MetricsOnEveryExitTest(audit_case.AuditTestCase):
     def test_unusable_state_path(self):
         blocker = os.path.join(self.state_path, 'a-file')
         open(blocker, 'w').close()
-        self.useFixture(test_fixtures.EnvironmentVariable(
+        self.useFixture(fixtures.EnvironmentVariable(
             'OS_HEALREQ__STATE_PATH', os.path.join(blocker, 'state')))
         result = self.heal('--metrics-file', self.metrics)
         self.assert_failure_metrics(result, 127)
@@ -196,7 +195,7 @@ class InterruptionTest(audit_case.AuditTestCase):
         super().setUp()
         self.uuids = [self.add_drifted(self.cell1 if n % 2 else self.cell2)
                       for n in range(self.INSTANCES)]
-        self.directory = self.useFixture(test_fixtures.TempDir()).path
+        self.directory = self.useFixture(fixtures.TempDir()).path
         self.metrics = os.path.join(self.directory, 'heal.prom')
         self.gate = self.useFixture(cli.Gate())
         self.env = dict(os.environ, OS_HEALREQ__STATE_PATH=self.state_path)

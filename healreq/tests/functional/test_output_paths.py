@@ -21,7 +21,7 @@ anything is written.
 import os
 import uuid
 
-import fixtures as test_fixtures
+import fixtures
 from sqlalchemy.engine import url as sa_url
 
 from healreq.tests.functional import audit_case
@@ -49,7 +49,7 @@ class OutputPathTestCase(audit_case.AuditTestCase):
         self.heal_run('--dry-run')
         self.runs = self.audit_runs()
         self.specs = self.all_spec_texts()
-        self.elsewhere = self.useFixture(test_fixtures.TempDir()).path
+        self.elsewhere = self.useFixture(fixtures.TempDir()).path
 
     def assert_refused(self, path, protected, *extra, expected=()):
         """Each output option naming ``path`` is refused.
@@ -101,7 +101,7 @@ class StoreOutputTest(OutputPathTestCase):
     def test_configuration_files(self):
         self.assert_refused(self.config_file, self.config_file,
                             expected=['configuration file'])
-        directory = self.useFixture(test_fixtures.TempDir()).path
+        directory = self.useFixture(fixtures.TempDir()).path
         local = os.path.join(directory, 'local.conf')
         with open(local, 'w') as handle:
             handle.write('[healreq]\nbatch_size = 100\n')

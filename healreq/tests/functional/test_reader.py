@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq import exception
@@ -27,7 +27,7 @@ from healreq.heal import field_checks
 from healreq.run import reader
 from healreq.run import records
 from healreq.tests.functional import backends
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
 class Stop(Exception):
@@ -38,7 +38,7 @@ def _no_stop():
     pass
 
 
-class ReaderCase(fixtures.DeploymentTestCase):
+class ReaderCase(deployment_case.DeploymentTestCase):
 
     def spec(self, cell, batch_size=2, **values):
         cell_row = {'id': cell.id, 'uuid': cell.uuid, 'name': cell.name}
@@ -213,7 +213,7 @@ class CellsReaderTest(ReaderCase):
                 self.assertIn('ended unexpectedly', str(error))
 
 
-class BlockedReadTest(fixtures.DeploymentTestCase):
+class BlockedReadTest(deployment_case.DeploymentTestCase):
     """A read waiting for a table another session holds locked."""
 
     scenarios = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
@@ -272,7 +272,7 @@ class BlockedReadTest(fixtures.DeploymentTestCase):
 
     def test_the_child_holds_none_of_the_walks_descriptors(self):
         # Such as the audit store's lease: its lock must end with the walk.
-        path = self.useFixture(test_fixtures.TempDir()).join('lease.lock')
+        path = self.useFixture(fixtures.TempDir()).join('lease.lock')
         with open(path, 'w') as held:
             fcntl.flock(held, fcntl.LOCK_EX)
             manager = self.reader(self.stop_once_the_read_waits)
@@ -286,7 +286,7 @@ class BlockedReadTest(fixtures.DeploymentTestCase):
                           [path])
 
 
-class WalkReadersTest(fixtures.DeploymentTestCase):
+class WalkReadersTest(deployment_case.DeploymentTestCase):
     """Which children read a walk's cells."""
 
     def setUp(self):
@@ -298,7 +298,7 @@ class WalkReadersTest(fixtures.DeploymentTestCase):
             self.readers.append([spec.cell['uuid'] for spec in
                                  manager._specs])
             return original(manager)
-        self.useFixture(test_fixtures.MonkeyPatch(
+        self.useFixture(fixtures.MonkeyPatch(
             'healreq.run.reader.CellsReader.__enter__', recording))
 
     def drifted(self, report):
@@ -332,7 +332,7 @@ class WalkReadersTest(fixtures.DeploymentTestCase):
         self.assertEqual({'cell1': 1, 'cell2': 1}, self.drifted(report))
 
 
-class WalkMemoryTest(fixtures.DeploymentTestCase):
+class WalkMemoryTest(deployment_case.DeploymentTestCase):
     """A walk holds one batch of records at a time."""
 
     def test_a_batch_is_let_go_before_the_next_is_assembled(self):
@@ -348,7 +348,7 @@ class WalkMemoryTest(fixtures.DeploymentTestCase):
             batch = original(api_engine, page, checked_fields, *args)
             earlier.extend(weakref.ref(record) for record in batch)
             return batch
-        self.useFixture(test_fixtures.MonkeyPatch(
+        self.useFixture(fixtures.MonkeyPatch(
             'healreq.run.records.assemble_records', assembling))
         report = self.run_in_process(dry_run=True, batch_size=2)
         self.assertEqual(6, report.summary()['instances_checked'])

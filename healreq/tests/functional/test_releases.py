@@ -21,7 +21,7 @@ decides the rules of every derivation and the object versions written.
 import json
 import os
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
@@ -320,7 +320,7 @@ class PlanReleaseTest(ReleaseTestCase):
     def setUp(self):
         super().setUp()
         self.plan_path = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
+            self.useFixture(fixtures.TempDir()).path, 'plan.json')
 
     def write_plan(self, *args):
         result, doc = self.heal_json('--dry-run', '--plan', self.plan_path,

@@ -18,7 +18,8 @@ import json
 
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import clocks
+from healreq.tests.functional import deployment_case
 
 SEED = demo.SEED_INSTANCE
 SEED_CHANGE = 'flavor: e2.medium(831) -> a2.medium(982)'
@@ -33,7 +34,7 @@ def without_flavor(spec):
     return spec
 
 
-class SeedCaseTest(fixtures.DeploymentTestCase):
+class SeedCaseTest(deployment_case.DeploymentTestCase):
     """The reported failed resize: a2.medium runs, the spec says e2."""
 
     def setUp(self):
@@ -94,11 +95,11 @@ class SeedCaseTest(fixtures.DeploymentTestCase):
     def test_heal_sets_updated_at(self):
         self.add_seed()
         self.assertIsNone(self.spec_updated_at(SEED))
-        start = fixtures.utcnow() - datetime.timedelta(seconds=1)
+        start = clocks.utcnow() - datetime.timedelta(seconds=1)
         self.assertEqual(0, self.heal().code)
         updated_at = self.spec_updated_at(SEED)
         self.assertIsNotNone(updated_at)
-        self.assertTrue(start <= updated_at <= fixtures.utcnow(),
+        self.assertTrue(start <= updated_at <= clocks.utcnow(),
                         updated_at)
 
     def test_heal_keeps_flavor_version(self):
@@ -139,7 +140,7 @@ class SeedCaseTest(fixtures.DeploymentTestCase):
                       'skipped 0, errors 0, conflicts 0', lines)
 
 
-class ReportTest(fixtures.DeploymentTestCase):
+class ReportTest(deployment_case.DeploymentTestCase):
 
     def test_json_document(self):
         drifted = self.add_drifted(self.cell1)

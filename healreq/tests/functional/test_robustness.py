@@ -36,11 +36,11 @@ from healreq.objects import primitive
 from healreq.objects import request_spec
 from healreq.objects import versions
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
-from healreq.tests.robustness import corpus
-from healreq.tests.robustness import guard
-from healreq.tests.robustness import mutations
-from healreq.tests.robustness import oracle
+from healreq.tests.functional import deployment_case
+from healreq.tests.mutated_documents import corpus
+from healreq.tests.mutated_documents import guard
+from healreq.tests.mutated_documents import mutations
+from healreq.tests.mutated_documents import oracle
 
 Status = findings.Status
 
@@ -303,7 +303,7 @@ def _healthy_specs():
     }
 
 
-class RobustnessRunTest(fixtures.DeploymentTestCase):
+class RobustnessRunTest(deployment_case.DeploymentTestCase):
 
     def add(self, cell, uuid, category=None, stored=None,
             null_mirrors=False):

@@ -16,7 +16,7 @@ import json
 import os
 import uuid as uuidlib
 
-import fixtures as test_fixtures
+import fixtures
 
 from healreq.tests.functional import audit_case
 
@@ -145,7 +145,7 @@ class GoneSameHostTest(_HintCase):
         self.assertEqual(self.originals, self.all_spec_texts())
 
     def test_plan_written_with_prune_applies_under_prune(self):
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'plan.json')
         result = self.heal('--dry-run', '--hint-policy', 'prune', '--plan',
                            path)

@@ -17,10 +17,10 @@ import uuid as uuidlib
 from healreq.db import tables
 from healreq.testing import demo
 from healreq.testing import deployment as dep
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import deployment_case
 
 
-class CellsTest(fixtures.DeploymentTestCase):
+class CellsTest(deployment_case.DeploymentTestCase):
 
     def test_template_and_plain_cells(self):
         """cell1 (URL template) and cell2 (plain URL) are both healed."""
@@ -51,7 +51,7 @@ class CellsTest(fixtures.DeploymentTestCase):
         self.assertEqual(before, self.deployment.spec_text(in_cell1))
 
 
-class InstanceOptionTest(fixtures.DeploymentTestCase):
+class InstanceOptionTest(deployment_case.DeploymentTestCase):
 
     def test_only_that_instance(self):
         others = [self.add_drifted(self.cell1), self.add_drifted(self.cell2)]
@@ -95,7 +95,7 @@ class InstanceOptionTest(fixtures.DeploymentTestCase):
                          [(r['status'], r['reason']) for r in doc['results']])
 
 
-class InvalidInputTest(fixtures.DeploymentTestCase):
+class InvalidInputTest(deployment_case.DeploymentTestCase):
     """Exit 127 with one line on stderr and nothing on stdout."""
 
     def setUp(self):
@@ -164,7 +164,7 @@ class InvalidInputTest(fixtures.DeploymentTestCase):
         self.assertInvalid(self.heal(config_file=config))
 
 
-class MaxCountTest(fixtures.DeploymentTestCase):
+class MaxCountTest(deployment_case.DeploymentTestCase):
 
     def statuses(self, doc):
         return [r['status'] for r in doc['results']]
@@ -236,7 +236,7 @@ class MaxCountTest(fixtures.DeploymentTestCase):
         self.assertEqual(4, self.heal('--max-count', '1').code)
 
 
-class BatchTest(fixtures.DeploymentTestCase):
+class BatchTest(deployment_case.DeploymentTestCase):
     """Keyset pagination: any batch size gives the same results."""
 
     def setUp(self):

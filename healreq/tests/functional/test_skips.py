@@ -14,15 +14,16 @@
 
 import os
 
-import fixtures as test_fixtures
+import fixtures
 
 from healreq import api
 from healreq.db import tables
 from healreq.testing import demo
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import clocks
+from healreq.tests.functional import deployment_case
 
 
-class _SkipTestCase(fixtures.DeploymentTestCase):
+class _SkipTestCase(deployment_case.DeploymentTestCase):
     """Each instance is drifted; the runs are real ones, not dry runs."""
 
     def assertSkipped(self, uuid, reason, *args):
@@ -111,7 +112,7 @@ class SkipTest(_SkipTestCase):
         self.assertHealed(uuid)
 
     def test_recently_updated(self):
-        uuid = self.add_drifted(self.cell1, updated_at=fixtures.utcnow())
+        uuid = self.add_drifted(self.cell1, updated_at=clocks.utcnow())
         self.assertSkipped(uuid, 'recently-updated')
 
     def test_no_host(self):
@@ -139,7 +140,7 @@ class ForceTest(_SkipTestCase):
 
     def test_force_recently_updated(self):
         self.assertForced(self.add_drifted(self.cell1,
-                                           updated_at=fixtures.utcnow()))
+                                           updated_at=clocks.utcnow()))
 
     def test_force_no_host(self):
         self.assertForced(self.add_drifted(self.cell1, host=None))
@@ -305,7 +306,7 @@ class CrossCellResizeTest(_MappingCase):
     def test_idle_copy_mapped_elsewhere_is_an_error(self):
         """Without an operation in flight, a wrong mapping is an error."""
         uuid = self.add_drifted(self.cell1, mapping_cell_id=self.cell2.id,
-                                updated_at=fixtures.utcnow())
+                                updated_at=clocks.utcnow())
         result, document = self.heal_json('--cell', self.cell1.uuid)
         self.assertEqual(2, result.code, result.stdout + result.stderr)
         self.assertEqual(
@@ -324,7 +325,7 @@ class ReplayTest(_MappingCase):
         super().setUp()
         self.uuid = self.add_drifted(self.cell1)
         self.plan_path = os.path.join(
-            self.useFixture(test_fixtures.TempDir()).path, 'plan.json')
+            self.useFixture(fixtures.TempDir()).path, 'plan.json')
 
     def healed(self):
         """Heal the instance; return the run id."""
@@ -389,7 +390,7 @@ class ReplayTest(_MappingCase):
                                  task_state='resize_migrated')
         # Clock call 1: right after apply read the instance to check that
         # no operation is in flight, before it derives the spec again.
-        clock = fixtures.ActingClock(finish_resize, 1)
+        clock = clocks.ActingClock(finish_resize, 1)
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)
         before = self.all_spec_texts()

@@ -22,7 +22,7 @@ import os
 import stat
 import uuid
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq.audit import lease
@@ -93,7 +93,7 @@ class SymlinkTestCase(StoreFilesTestCase):
 
     def setUp(self):
         super().setUp()
-        self.elsewhere = self.useFixture(test_fixtures.TempDir()).path
+        self.elsewhere = self.useFixture(fixtures.TempDir()).path
         self.target = os.path.join(self.elsewhere, 'target')
 
     def make_target(self):

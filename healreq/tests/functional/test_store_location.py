@@ -20,7 +20,7 @@ host, is refused before a table is created there.
 import os
 import uuid
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
@@ -33,7 +33,7 @@ class StoreLocationTestCase(audit_case.AuditTestCase):
     def setUp(self):
         super().setUp()
         self.drifted = self.add_drifted(self.cell1)
-        directory = self.useFixture(test_fixtures.TempDir()).path
+        directory = self.useFixture(fixtures.TempDir()).path
         self.plan = os.path.join(directory, 'heal.plan')
         self.run_id = self.heal_run('--dry-run', '--plan', self.plan)
         self.specs = self.all_spec_texts()
@@ -52,7 +52,7 @@ class StoreLocationTestCase(audit_case.AuditTestCase):
         if parsed.get_backend_name() == 'sqlite':
             directory, name = os.path.split(parsed.database)
             link = os.path.join(
-                self.useFixture(test_fixtures.TempDir()).path, 'link')
+                self.useFixture(fixtures.TempDir()).path, 'link')
             os.symlink(directory, link)
             return 'sqlite:///%s/./%s' % (link, name)
         return parsed.set(
@@ -114,7 +114,7 @@ class StoreLocationTest(StoreLocationTestCase):
     def test_another_database_on_the_same_server_is_used(self):
         if self.db.name == 'SQLite':
             store = 'sqlite:///%s' % os.path.join(
-                self.useFixture(test_fixtures.TempDir()).path, 'audit.sqlite')
+                self.useFixture(fixtures.TempDir()).path, 'audit.sqlite')
         else:
             store = self.db.database_url('audit_%s' % uuid.uuid4().hex[:6])
         config = self.write_config('audit_connection = %s\n' % store)
@@ -148,7 +148,7 @@ class SQLiteStoreLocationTest(StoreLocationTestCase):
             self.assertNotIn('Other-Pw', result.stderr)
 
     def test_hard_link_to_an_sqlite_database(self):
-        link = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        link = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'audit.sqlite')
         os.link(sa_url.make_url(self.cell2.url).database, link)
         self.assert_refused('sqlite:///%s' % link,

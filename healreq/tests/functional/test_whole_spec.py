@@ -21,7 +21,7 @@ import os
 import threading
 import time
 
-import fixtures as test_fixtures
+import fixtures
 import sqlalchemy as sa
 
 from healreq import api
@@ -33,7 +33,7 @@ from healreq.run import writer
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
-from healreq.tests.functional import fixtures
+from healreq.tests.functional import clocks
 
 DATA = 'nova_object.data'
 
@@ -138,7 +138,7 @@ class AvailabilityZoneTest(_WholeSpecCase):
         self.assert_reverted(run_id, self.originals)
 
     def test_plan_and_apply_follow_the_policy(self):
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'plan.json')
         result = self.heal('--dry-run', '--az-policy', 'repin', '--plan',
                            path)
@@ -568,7 +568,7 @@ class MissingSpecTest(_WholeSpecCase):
                 conn.execute(tables.request_specs.insert().values(
                     instance_uuid=self.missing, spec=text))
         # Call 2: after the re-read, right before the write.
-        clock = fixtures.ActingClock(insert, 2)
+        clock = clocks.ActingClock(insert, 2)
         report = self.run_in_process(clock=clock, settings=self.settings(
             create_missing=True))
         self.assertTrue(clock.fired)
@@ -609,7 +609,7 @@ class MissingSpecTest(_WholeSpecCase):
         # attempted, then commits. The insert waits for it, sees no
         # mapping and writes nothing.
         archiver = _LockingArchiver(self.deployment.api_engine, self.missing)
-        clock = fixtures.ActingClock(archiver.start, 2)
+        clock = clocks.ActingClock(archiver.start, 2)
         report = self.run_in_process(clock=clock, settings=self.settings(
             create_missing=True))
         archiver.join()
@@ -634,7 +634,7 @@ class MissingSpecTest(_WholeSpecCase):
                 conn.execute(tables.instance_mappings.update().where(
                     tables.instance_mappings.c.instance_uuid
                     == self.missing).values(queued_for_delete=True))
-        clock = fixtures.ActingClock(queue_for_delete, 2)
+        clock = clocks.ActingClock(queue_for_delete, 2)
         report = self.run_in_process(clock=clock, settings=self.settings(
             create_missing=True))
         finding, = report.findings
@@ -648,7 +648,7 @@ class MissingSpecTest(_WholeSpecCase):
                 conn.execute(tables.instance_mappings.update().where(
                     tables.instance_mappings.c.instance_uuid
                     == self.missing).values(cell_id=self.cell2.id))
-        clock = fixtures.ActingClock(move, 2)
+        clock = clocks.ActingClock(move, 2)
         report = self.run_in_process(clock=clock, settings=self.settings(
             create_missing=True))
         finding, = report.findings
@@ -722,7 +722,7 @@ class MissingSpecTest(_WholeSpecCase):
         return changes
 
     def test_plan_and_apply(self):
-        path = os.path.join(self.useFixture(test_fixtures.TempDir()).path,
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'plan.json')
         result = self.heal('--dry-run', '--create-missing', '--plan', path)
         self.assertEqual(0, result.code, result.stdout + result.stderr)

@@ -38,7 +38,7 @@ from healreq import exception
 from healreq.heal import findings
 from healreq import metrics
 from healreq import releases
-from healreq.tests.unit import test_releases
+from healreq.tests.unit import setup_cfg
 
 _TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..',
                                      '..'))
@@ -444,7 +444,7 @@ class WrittenOnceTest(testtools.TestCase):
             releases_named(readme))
 
     def test_readme_states_the_supported_pythons(self):
-        pythons = test_releases.supported_pythons()
+        pythons = setup_cfg.supported_pythons()
         self.assertIn('Python %s to %s' % (pythons[0], pythons[-1]),
                       ' '.join(read('README.rst').split()))
 

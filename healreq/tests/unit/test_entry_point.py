@@ -13,14 +13,14 @@
 
 """``python -m healreq`` is ``nova-heal``; so is its quick ``--version``."""
 
-import configparser
-import os
 import subprocess
 import sys
 
 import testtools
 
+import healreq.__main__
 from healreq.cmd import entry_point
+from healreq.tests.unit import setup_cfg
 from healreq import version
 
 
@@ -42,20 +42,10 @@ class EntryPointTest(testtools.TestCase):
         self.assertEqual(127, process.returncode)
         self.assertIn('is not a UUID', process.stderr)
 
-    def test_console_script_module_has_main_and_parser(self):
-        module = entry_point.module()
-        self.assertTrue(callable(module.main))
-        parser = entry_point.build_parser()
-        self.assertEqual('nova-heal', parser.prog)
-
-    def test_the_console_script_of_setup_cfg(self):
-        setup_cfg = configparser.ConfigParser()
-        setup_cfg.read(os.path.join(os.path.dirname(__file__), '..', '..',
-                                    '..', 'setup.cfg'))
-        scripts = dict(line.split(' = ') for line in setup_cfg.get(
-            'entry_points', 'console_scripts').strip().splitlines())
+    def test_the_console_script_of_setup_cfg_is_python_m_healreqs(self):
         self.assertEqual(entry_point.__name__ + ':main',
-                         scripts['nova-heal'])
+                         setup_cfg.console_scripts()['nova-heal'])
+        self.assertIs(entry_point, healreq.__main__.entry_point)
 
     def test_quick_version_is_the_commands_and_imports_no_library(self):
         # The command's own --version (oslo.config's) and the quick one
@@ -73,8 +63,8 @@ class EntryPointTest(testtools.TestCase):
             universal_newlines=True, timeout=120)
         full = subprocess.run(
             [sys.executable, '-c', probe.replace(
-                'entry_point.main(', 'entry_point.module().main(') % (
-                    ['--version'],)],
+                'import entry_point\ncode = entry_point.main(',
+                'import main\ncode = main.main(') % (['--version'],)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, timeout=120)
         release = version.version_info.release_string()

@@ -16,12 +16,20 @@ The layers are read from the diagram of that page, which is their only
 statement. Every module of the package (tests aside) imports only modules
 of lower layers, or of its own package within its layer: never upwards,
 never sideways into another package of the same layer.
+
+Two rules of shape hold beside them. No module of healreq, tests
+included, imports a test module of healreq (one whose file name starts
+with ``test_``): what tests share lives in a helper module. And no class
+of the package (tests aside) has more than ``MAX_METHODS`` methods,
+unless it says why they belong together, in a docstring line or a
+comment right above the class starting with ``BELONG_TOGETHER``.
 """
 
 import ast
 import os
 import re
 
+import fixtures
 import testtools
 
 import healreq
@@ -76,11 +84,22 @@ def _unit(module):
     raise AssertionError('%s is in no layer' % module)
 
 
-def _modules():
+# A class of the package may have this many methods at most, unless
+# its docstring, or a comment right above it, has a line starting with
+# BELONG_TOGETHER that says why they belong together.
+MAX_METHODS = 17
+BELONG_TOGETHER = 'Its methods belong together:'
+
+
+def _modules(tests=False):
+    """``(module name, path)`` of each module of the package.
+
+    The tests' modules too if ``tests``.
+    """
+    skipped = ('__pycache__',) if tests else ('tests', '__pycache__')
     for directory, subdirectories, names in os.walk(ROOT):
         relative = os.path.relpath(directory, os.path.dirname(ROOT))
-        subdirectories[:] = [d for d in subdirectories
-                             if d not in ('tests', '__pycache__')]
+        subdirectories[:] = [d for d in subdirectories if d not in skipped]
         for name in names:
             if not name.endswith('.py'):
                 continue
@@ -90,9 +109,19 @@ def _modules():
             yield '.'.join(parts), os.path.join(directory, name)
 
 
-def _imports(path, module):
+def _parse(path):
     with open(path) as handle:
-        tree = ast.parse(handle.read(), path)
+        return ast.parse(handle.read(), path)
+
+
+def _imports(path, module):
+    """The names ``module`` (at ``path``) imports, absolute.
+
+    ``from a import b`` yields ``a.b``, whether ``b`` is a module or a
+    name in ``a``; ``importlib.import_module`` of a constant string
+    yields that string.
+    """
+    tree = _parse(path)
     package = module if path.endswith('__init__.py') else (
         module.rpartition('.')[0])
     for node in ast.walk(tree):
@@ -106,6 +135,73 @@ def _imports(path, module):
                 base = anchor + ('.' + base if base else '')
             for alias in node.names:
                 yield '%s.%s' % (base, alias.name)
+        elif _is_import_module_call(node):
+            yield node.args[0].value
+
+
+def _is_import_module_call(node):
+    """Whether ``node`` is ``importlib.import_module('constant')``."""
+    return (isinstance(node, ast.Call) and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == 'import_module'
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == 'importlib')
+
+
+def test_module_of(imported):
+    """The test module of healreq that ``imported`` is or is in, or None.
+
+    ``imported`` is a dotted name as ``_imports`` yields it: a module, or
+    a name in a module. A test module is a file named ``test_*.py``.
+    """
+    parts = imported.split('.')
+    if parts[0] != 'healreq':
+        return None
+    for end in range(2, len(parts) + 1):
+        path = os.path.join(ROOT, *parts[1:end]) + '.py'
+        if parts[end - 1].startswith('test_') and os.path.isfile(path):
+            return '.'.join(parts[:end])
+    return None
+
+
+def crowded_classes(path, source=None):
+    """The classes at ``path`` with too many methods, and their counts.
+
+    Too many: more than MAX_METHODS, without BELONG_TOGETHER. ``source``
+    is the module's text, if not read from ``path``.
+    """
+    if source is None:
+        with open(path) as handle:
+            source = handle.read()
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source, path)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = sum(isinstance(item, (ast.FunctionDef,
+                                        ast.AsyncFunctionDef))
+                      for item in node.body)
+        if methods > MAX_METHODS and not _says_why(node, lines):
+            found.append((node.name, methods))
+    return found
+
+
+def _says_why(node, lines):
+    """Whether class ``node`` says why its methods belong together."""
+    docstring = ast.get_docstring(node) or ''
+    if any(line.strip().startswith(BELONG_TOGETHER)
+           for line in docstring.splitlines()):
+        return True
+    # The comment lines right above the class (or its decorators).
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    index = first - 2
+    while index >= 0 and lines[index].strip().startswith('#'):
+        if lines[index].strip()[1:].strip().startswith(BELONG_TOGETHER):
+            return True
+        index -= 1
+    return False
 
 
 def problem(module, imported):
@@ -130,6 +226,64 @@ class LayerTest(testtools.TestCase):
                 if imported.startswith('healreq.'):
                     found.append(problem(module, imported))
         self.assertEqual([], [p for p in found if p])
+
+    def test_no_module_imports_a_test_module(self):
+        found = []
+        for module, path in _modules(tests=True):
+            for imported in _imports(path, module):
+                test_module = test_module_of(imported)
+                if test_module is not None:
+                    found.append('%s imports %s' % (module, test_module))
+        self.assertEqual([], found)
+
+    def test_finding_test_modules(self):
+        self.assertEqual('healreq.tests.unit.test_layers',
+                         test_module_of('healreq.tests.unit.test_layers'))
+        self.assertEqual('healreq.tests.unit.test_layers', test_module_of(
+            'healreq.tests.unit.test_layers.MAX_METHODS'))
+        self.assertIsNone(test_module_of('healreq.tests.unit.setup_cfg'))
+        self.assertIsNone(test_module_of('healreq.tests.unit.test_absent'))
+        self.assertIsNone(test_module_of('oslo_db.sqlalchemy.test_fixtures'))
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'helper.py')
+        with open(path, 'w') as handle:
+            handle.write('import importlib\n'
+                         'from healreq.tests.unit import test_layers\n'
+                         'def later():\n'
+                         '    from healreq.tests.unit.test_docs import x\n'
+                         '    importlib.import_module(\n'
+                         '        "healreq.tests.unit.test_quickstart")\n')
+        found = {test_module_of(name)
+                 for name in _imports(path, 'healreq.tests.unit.helper')}
+        self.assertEqual({None, 'healreq.tests.unit.test_layers',
+                          'healreq.tests.unit.test_docs',
+                          'healreq.tests.unit.test_quickstart'}, found)
+
+    def test_no_crowded_class(self):
+        found = []
+        for module, path in _modules():
+            found.extend('%s.%s has %d methods' % (module, name, count)
+                         for name, count in crowded_classes(path))
+        self.assertEqual([], found)
+
+    def test_finding_crowded_classes(self):
+        methods = ''.join('    def m%d(self):\n        pass\n' % number
+                          for number in range(MAX_METHODS + 1))
+        plain = 'class Crowded(object):\n' + methods
+        self.assertEqual([('Crowded', MAX_METHODS + 1)],
+                         crowded_classes('crowded.py', plain))
+        fewer = 'class Fewer(object):\n' + methods.split('    def m1(')[0]
+        self.assertEqual([], crowded_classes('fewer.py', fewer))
+        documented = ('class Crowded(object):\n'
+                      '    """A class.\n\n    %s one reason.\n    """\n'
+                      % BELONG_TOGETHER + methods)
+        self.assertEqual([], crowded_classes('crowded.py', documented))
+        commented = ('# Its class.\n# %s one reason.\n'
+                     '@decorated\n' % BELONG_TOGETHER + plain)
+        self.assertEqual([], crowded_classes('crowded.py', commented))
+        apart = '# %s one reason.\n\n' % BELONG_TOGETHER + plain
+        self.assertEqual([('Crowded', MAX_METHODS + 1)],
+                         crowded_classes('crowded.py', apart))
 
     def test_every_module_is_in_a_layer(self):
         for module, _path in _modules():

@@ -28,7 +28,7 @@ import fixtures
 import testtools
 
 from healreq import releases
-from healreq.tests.unit import test_releases
+from healreq.tests.unit import setup_cfg
 
 _TOP = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 
@@ -55,7 +55,7 @@ class QuickStartTest(testtools.TestCase):
         [name] = re.findall(r'-c tools/constraints/upper-constraints-'
                             r'(\S+)\.txt', self.commands[0])
         [release] = [r for r in releases.RELEASES if r.constraints == name]
-        pythons = test_releases.supported_pythons()
+        pythons = setup_cfg.supported_pythons()
         self.assertEqual((pythons[0], pythons[-1]), release.pythons)
 
     def test_reads_only_the_quick_start_section(self):

@@ -12,10 +12,8 @@
 
 """The release table, release detection, and the rules that differ."""
 
-import configparser
 import importlib
 import os
-import re
 import sys
 
 import fixtures
@@ -29,21 +27,13 @@ from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
 from healreq import releases
 from healreq.testing import deployment as dep
+from healreq.tests.unit import setup_cfg
 
 ZED = releases.by_name('zed')
 CARACAL = releases.by_name('2024.1')
 EPOXY = releases.by_name('2025.1')
 LATEST = releases.LATEST
 _TOP = os.path.join(os.path.dirname(__file__), '..', '..', '..')
-
-
-def supported_pythons():
-    """The Python versions setup.cfg declares, oldest first."""
-    setup = configparser.ConfigParser()
-    setup.read(os.path.join(_TOP, 'setup.cfg'))
-    found = re.findall(r'Programming Language :: Python :: (3\.\d+)$',
-                       setup['metadata']['classifier'], re.M)
-    return sorted(found, key=lambda v: tuple(map(int, v.split('.'))))
 
 
 class TableTest(testtools.TestCase):
@@ -72,7 +62,7 @@ class TableTest(testtools.TestCase):
         self.assertEqual('2024.1 Caracal (Nova 29)', CARACAL.label)
 
     def test_installation_data(self):
-        pythons = supported_pythons()
+        pythons = setup_cfg.supported_pythons()
         directory = os.path.join(_TOP, 'tools', 'constraints')
         for release in releases.RELEASES:
             self.assertTrue(os.path.isfile(os.path.join(

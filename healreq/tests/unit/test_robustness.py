@@ -34,7 +34,7 @@ field checked), and through the public parsers. Asserted:
 
 Counts per category and mutation kind are attached to the tests as the
 ``robustness-counts`` detail. The generator, the evaluation and the
-oracle live in ``healreq.tests.robustness``, which the functional
+oracle live in ``healreq.tests.mutated_documents``, which the functional
 robustness test shares.
 """
 
@@ -44,9 +44,9 @@ from testtools import content
 
 from healreq.heal import decisions
 from healreq.heal import findings
-from healreq.tests.robustness import corpus
-from healreq.tests.robustness import mutations
-from healreq.tests.robustness import oracle
+from healreq.tests.mutated_documents import corpus
+from healreq.tests.mutated_documents import mutations
+from healreq.tests.mutated_documents import oracle
 
 Status = findings.Status
 SPEC = corpus.SPEC

@@ -18,7 +18,7 @@ import resource
 import signal
 import traceback
 
-from healreq.tests.robustness import corpus
+from healreq.tests.mutated_documents import corpus
 
 # Seconds of CPU one call may use before it counts as a hang (documents
 # take milliseconds; CPU time, so that a loaded machine does not make a

@@ -17,7 +17,7 @@ import json
 import random
 
 from healreq.objects import primitive
-from healreq.tests.robustness import corpus
+from healreq.tests.mutated_documents import corpus
 
 MEGABYTE = 1 << 20
 DEPTH = 5000

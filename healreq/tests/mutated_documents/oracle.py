@@ -30,9 +30,9 @@ from healreq.objects import primitive
 from healreq.objects import request_spec
 from healreq.objects import versions
 from healreq.testing import deployment as dep
-from healreq.tests.robustness import corpus
-from healreq.tests.robustness import guard
-from healreq.tests.robustness import mutations
+from healreq.tests.mutated_documents import corpus
+from healreq.tests.mutated_documents import guard
+from healreq.tests.mutated_documents import mutations
 
 Status = findings.Status
 

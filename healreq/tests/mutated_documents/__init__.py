@@ -10,7 +10,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Mutated stored documents, and an oracle for what healreq does with them.
+"""The corpus of mutated stored documents, and an oracle for what healreq
+does with them.
 
 Shared by the unit robustness tests (every document through the
 evaluation and the parsers) and the functional one (a sample of them in a

@@ -19,9 +19,7 @@ The deployment, its nova.conf and the state path come from the fixtures
 in ``deployments``.
 """
 
-import datetime
 import json
-import time
 
 import testscenarios
 import testtools
@@ -103,40 +101,3 @@ class DeploymentTestCase(deployments.DeploymentRows,
         kwargs = {'clock': clock} if clock is not None else {}
         return api.run_request_specs(conf, api.Options(**options),
                                      **kwargs).report
-
-
-def wait_while_running(test, process, done, seconds=120):
-    """Poll until ``done()``; fail ``test`` if ``process`` ends first."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        test.assertIsNone(process.poll(), 'the run ended too early')
-        test.assertLess(time.monotonic(), deadline)
-        time.sleep(0.05)
-
-
-def utcnow():
-    """Naive UTC now, as Nova stores timestamps."""
-    return datetime.datetime.now(datetime.timezone.utc).replace(
-        tzinfo=None, microsecond=0)
-
-
-class ActingClock(object):
-    """A run's clock that runs ``action`` once, on call ``on_call``.
-
-    The walker reads the clock once per batch right after reading the
-    batch (call 1), then for each drifted instance after re-reading it
-    (call 2, right before the write) and for the write's updated_at.
-    """
-
-    def __init__(self, action, on_call):
-        self.action = action
-        self.on_call = on_call
-        self.calls = 0
-        self.fired = False
-
-    def __call__(self):
-        self.calls += 1
-        if self.calls == self.on_call:
-            self.action()
-            self.fired = True
-        return utcnow()
