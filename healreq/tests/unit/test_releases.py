@@ -21,6 +21,7 @@ import sys
 import fixtures
 import testtools
 
+from healreq.heal import evidence
 from healreq.objects import image
 from healreq.objects import image_coercion
 from healreq.objects import image_fields
@@ -97,7 +98,7 @@ class TableTest(testtools.TestCase):
 class DetectTest(testtools.TestCase):
 
     def detect(self, service_version, head=None, props=None):
-        return releases.detect(service_version, head, props)
+        return evidence.detect(service_version, head, props)
 
     def test_each_release_by_its_own_evidence(self):
         for release in releases.RELEASES:
@@ -126,7 +127,7 @@ class DetectTest(testtools.TestCase):
         self.assertEqual((None, False), (unknown.release, unknown.supported))
 
     def test_named(self):
-        named = releases.named(ZED)
+        named = evidence.named(ZED)
         self.assertEqual((ZED, 'option', True),
                          (named.release, named.source, named.supported))
 
