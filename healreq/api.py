@@ -50,11 +50,11 @@ from healreq.db import urls
 from healreq import exception
 from healreq.exception import ExitCode
 from healreq.heal import decisions
-from healreq.heal import field_checks
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq import masking
 from healreq import metrics
+from healreq import policies
 from healreq.protected import Protected
 from healreq import releases
 from healreq.run import allocation_walk
@@ -135,9 +135,9 @@ def exit_code_for(report):
 
 
 def settings(conf, force=False, checked_fields=None,
-             az_policy=field_checks.AZ_REPORT, create_missing=False,
-             hint_policy=field_checks.HINT_REPORT,
-             flavor_policy=field_checks.FLAVOR_REPORT):
+             az_policy=policies.DEFAULT, create_missing=False,
+             hint_policy=policies.DEFAULT,
+             flavor_policy=policies.DEFAULT):
     """The per-instance decision settings from configuration."""
     values = dict(skip_updated_within=conf.healreq.skip_updated_within,
                   force=force, az_policy=az_policy, hint_policy=hint_policy,
@@ -398,7 +398,7 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
     RunResult.
     """
     planned_by, recorded, planned = plan.read_plan(plan_file)
-    policies = _planned_policies(plan_file, recorded)
+    chosen = _planned_policies(plan_file, recorded)
     release, check_release = _applied_release(conf, plan_file, recorded)
     changes = [writer.Change(
         instance_uuid=p.instance_uuid, spec_id=p.spec_id, fields=p.fields,
@@ -409,26 +409,26 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
                        lambda store, api_engine: changes, dry_run, audit,
                        clock, rederive=True,
                        decision_settings=dataclasses.replace(
-                           settings(conf), **policies),
+                           settings(conf), **chosen),
                        release=release, check_release=check_release)
 
 
 def _planned_policies(plan_file, recorded):
-    """The policies a plan recorded (decisions.POLICIES), as settings.
+    """The policies a plan recorded (policies.CHOICES), as settings.
 
     Raises PlanError for a policy this release does not know or a value
     it does not take: the plan cannot be derived again as it was.
     """
-    policies = {}
+    chosen = {}
     for name, value in recorded.items():
         if name == 'release':
             continue
-        if value not in decisions.POLICIES.get(name, ()):
+        if value not in policies.CHOICES.get(name, ()):
             raise exception.PlanError(
                 'plan %s is malformed or newer than this release: setting '
                 '%s %s' % (plan_file, name, json.dumps(value)))
-        policies[name] = value
-    return policies
+        chosen[name] = value
+    return chosen
 
 
 def _applied_release(conf, plan_file, recorded):
@@ -470,11 +470,11 @@ def _planned_release(plan_file, recorded):
 def _plan_settings(decision_settings, detection):
     """What a plan records of the settings that change what is derived.
 
-    The policies (decisions.POLICIES) and the release, with whether the
+    The policies (policies.CHOICES) and the release, with whether the
     operator named it (None if it could not be established).
     """
     recorded = {name: getattr(decision_settings, name)
-                for name in decisions.POLICIES}
+                for name in policies.CHOICES}
     release = detection.release if detection is not None else None
     recorded['release'] = release and {'series': release.series,
                                        'named': detection.named}

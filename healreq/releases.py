@@ -17,8 +17,8 @@ the others: the newest object versions it can load, the page-size units
 its oslo.utils parses, the version-predicate grammar of its
 oslo.versionedobjects, whether numa_get_constraints checks memory
 encryption, and how it loads legacy stored NUMA cells. Derivations take
-the Release of the deployment; ``detect`` tells it from the deployment's
-own records.
+the Release of the deployment; heal.evidence tells it from the
+deployment's own records, as a Detection.
 """
 
 import dataclasses
@@ -281,46 +281,3 @@ class Detection:
         raise exception.InvalidInput(
             'the plan was written under %s, but the deployment now %s: '
             'refusing to apply it; write a new plan' % (was, now))
-
-
-def detect(service_version, api_schema_head, props_version):
-    """The Release matching what the deployment's records say.
-
-    ``service_version`` is the lowest version of the controllers that
-    decide (None if none is registered); ``api_schema_head``
-    the API database's migration head; ``props_version`` the highest
-    ImageMetaProps version of its newest specs. Releases sharing a
-    service version are told apart by the schema head (2023.1/2023.2)
-    or by ImageMetaProps (2024.1/2024.2); without that evidence the older
-    one is taken, whose rules and object versions are the safer.
-    """
-    if service_version is None:
-        return Detection(None, 'detected', 'no live Nova service '
-                         'registered in any cell', supported=False)
-    evidence = 'service version %d' % service_version
-    if service_version > LATEST.service_version:
-        return Detection(LATEST, 'detected', evidence + ', newer than '
-                         + LATEST.label, supported=False)
-    if service_version < OLDEST.service_version:
-        return Detection(OLDEST, 'detected', evidence + ', older than '
-                         + OLDEST.label, supported=False)
-    reached = [r for r in RELEASES if r.service_version <= service_version]
-    tied = [r for r in reached
-            if r.service_version == reached[-1].service_version]
-    chosen = tied[0]
-    for candidate in tied[1:]:
-        if (candidate.api_schema_head != chosen.api_schema_head
-                and api_schema_head == candidate.api_schema_head):
-            chosen = candidate
-            evidence += ', API schema %s' % api_schema_head
-        elif (candidate.props_version > chosen.props_version
-              and props_version is not None
-              and props_version >= candidate.props_version):
-            chosen = candidate
-            evidence += ', ImageMetaProps %d.%d in specs' % props_version
-    return Detection(chosen, 'detected', evidence)
-
-
-def named(release):
-    """The Detection for a release the operator named."""
-    return Detection(release, 'option', 'named by the operator')

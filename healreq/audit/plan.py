@@ -20,6 +20,7 @@ import json
 from healreq import atomic_file
 from healreq.audit import store as audit_store
 from healreq import exception
+from healreq import policies
 
 FORMAT = 'healreq-plan/1'
 
@@ -160,10 +161,10 @@ def read_plan(path):
         raise exception.PlanError('plan %s is malformed: %s' % (path, exc))
     settings = document.get('settings')
     if settings is None:
-        settings = {'az_policy': document.get('az_policy', 'report')}
+        settings = {'az_policy': document.get('az_policy', policies.AZ_REPORT)}
     elif not isinstance(settings, dict):
         raise exception.PlanError('plan %s is malformed: settings %s'
                                   % (path, json.dumps(settings)))
     # Releases before --flavor-policy healed propagated flavors.
-    settings.setdefault('flavor_policy', 'instance')
+    settings.setdefault('flavor_policy', policies.FLAVOR_INSTANCE)
     return document.get('run_id'), settings, changes

@@ -25,6 +25,7 @@ from healreq.cmd import visible
 from healreq import conf as healreq_conf
 from healreq import exception
 from healreq.heal import field_checks
+from healreq import policies
 from healreq import releases
 
 # Bounds of the numeric options. Values outside them are refused (exit 127)
@@ -99,8 +100,8 @@ def _add_selection_options(parser):
                              'or Nova ignores them (see "Fields that stay '
                              'out, and why" in the heal reference).'
                              % ', '.join(field_checks.FIELD_NAMES))
-    parser.add_argument('--az-policy', choices=field_checks.AZ_POLICIES,
-                        default=field_checks.AZ_REPORT,
+    parser.add_argument('--az-policy', choices=policies.AZ_POLICIES,
+                        default=policies.DEFAULT,
                         help='What to do with a pinned availability zone '
                              '(the spec\'s availability_zone) that differs '
                              'from the zone the instance is in '
@@ -110,8 +111,8 @@ def _add_selection_options(parser):
                              'other drifted fields are healed, note '
                              'az-pin-left), repin it to the instance\'s '
                              'current zone, or unpin it (null).')
-    parser.add_argument('--hint-policy', choices=field_checks.HINT_POLICIES,
-                        default=field_checks.HINT_REPORT,
+    parser.add_argument('--hint-policy', choices=policies.HINT_POLICIES,
+                        default=policies.DEFAULT,
                         help='What to do with a same_host scheduler hint '
                              'that names instances which no longer exist '
                              'in any cell (same-host-gone): report it '
@@ -122,8 +123,8 @@ def _add_selection_options(parser):
                              'from same_host (the key goes when none is '
                              'left; every other hint stays as it is).')
     parser.add_argument('--flavor-policy',
-                        choices=field_checks.FLAVOR_POLICIES,
-                        default=field_checks.FLAVOR_REPORT,
+                        choices=policies.FLAVOR_POLICIES,
+                        default=policies.DEFAULT,
                         help='What to do with a spec flavor that differs '
                              'from the instance\'s embedded flavor only in '
                              'extra specs that are the flavor\'s current '

@@ -27,15 +27,13 @@ import sqlalchemy as sa
 
 from healreq.db import rows
 from healreq.db import tables
+from healreq import nova_constants
 
-# Migration statuses after which Nova no longer tracks the migration
-# (migration_get_in_progress_by_host_and_node). 'finished' is in progress.
-TERMINAL_MIGRATION_STATUSES = ('confirmed', 'reverted', 'error', 'failed',
-                               'completed', 'cancelled', 'done')
 # Terminal statuses of a resize that failed: its target flavor may linger.
 FAILED_STATUSES = ('error', 'failed')
-_FINISHED_STATUSES = tuple(status for status in TERMINAL_MIGRATION_STATUSES
-                           if status not in FAILED_STATUSES)
+_FINISHED_STATUSES = tuple(
+    status for status in nova_constants.TERMINAL_MIGRATION_STATUSES
+    if status not in FAILED_STATUSES)
 
 _INSTANCE_COLUMNS = ('id', 'uuid', 'deleted', 'hidden', 'vm_state',
                      'task_state', 'host', 'updated_at', 'instance_type_id',

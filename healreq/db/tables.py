@@ -30,9 +30,6 @@ MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
 
 _MYSQL_TABLE_ARGS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
 
-# CellMapping.CELL0_UUID: the cell of instances that were never scheduled.
-CELL0_UUID = '00000000-0000-0000-0000-000000000000'
-
 api_metadata = sa.MetaData()
 cell_metadata = sa.MetaData()
 placement_metadata = sa.MetaData()

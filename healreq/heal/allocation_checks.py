@@ -22,7 +22,7 @@ add freely, never rename or reuse one.
 
 import dataclasses
 
-from healreq.db import cell_queries
+from healreq import nova_constants
 
 MISMATCH = 'mismatch'
 PENDING = 'pending'
@@ -37,7 +37,7 @@ STATUSES = (MISMATCH, PENDING, SKIPPED, ERROR)
 DERIVED_CLASSES = ('VCPU', 'PCPU', 'MEMORY_MB', 'DISK_GB')
 
 # Migration statuses after which a migration consumer holds nothing.
-ENDED_MIGRATION_STATUSES = cell_queries.TERMINAL_MIGRATION_STATUSES
+ENDED_MIGRATION_STATUSES = nova_constants.TERMINAL_MIGRATION_STATUSES
 
 # code -> one-line meaning, by the status that carries it. The operator
 # guide is generated from this table.

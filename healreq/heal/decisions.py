@@ -20,18 +20,19 @@ for a batch and gets back a finding and, for drift, the healed spec text.
 import dataclasses
 import datetime
 
-from healreq.db import tables
 from healreq.heal import field_checks
 from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
 from healreq.heal.findings import Status
 from healreq.heal import recreate
+from healreq import nova_constants
 from healreq.objects import flavor as flavor_obj
 from healreq.objects import image as image_obj
 from healreq.objects import primitive
 from healreq.objects import request_spec
 from healreq.objects import versions
+from healreq import policies
 
 # Skip rules that --force may override for a single instance: they guard
 # against stale records (a migration row stuck in a non-terminal status,
@@ -89,13 +90,13 @@ class Settings:
     force: bool = False
     checked_fields: tuple = field_checks.FIELD_NAMES
     # --az-policy, --create-missing, [DEFAULT]/default_availability_zone.
-    az_policy: str = field_checks.AZ_REPORT
+    az_policy: str = policies.DEFAULT
     create_missing: bool = False
     default_zone: str = field_checks.DEFAULT_ZONE
     # --hint-policy.
-    hint_policy: str = field_checks.HINT_REPORT
+    hint_policy: str = policies.DEFAULT
     # --flavor-policy.
-    flavor_policy: str = field_checks.FLAVOR_REPORT
+    flavor_policy: str = policies.DEFAULT
 
     @property
     def read_fields(self):
@@ -107,13 +108,6 @@ class Settings:
         if self.create_missing:
             return field_checks.FIELD_NAMES
         return self.checked_fields
-
-
-# The settings that change what a heal derives, each with the values it
-# takes: a plan records them, and apply derives under them again.
-POLICIES = {'az_policy': field_checks.AZ_POLICIES,
-            'hint_policy': field_checks.HINT_POLICIES,
-            'flavor_policy': field_checks.FLAVOR_POLICIES}
 
 
 @dataclasses.dataclass
@@ -357,7 +351,7 @@ def _operation_skip(record, cell):
     mapping = record.mapping
     if instance['deleted']:
         return 'instance-deleted', 'the instance is deleted'
-    if cell['uuid'] == tables.CELL0_UUID:
+    if cell['uuid'] == nova_constants.CELL0_UUID:
         return 'cell0', 'the instance is in cell0'
     if instance['hidden']:
         return 'hidden', 'hidden copy of a cross-cell resize'

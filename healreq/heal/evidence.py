@@ -24,11 +24,14 @@ disagrees, when the deciding controllers run different versions, or when
 a compute API may be older than them (an upgrade in progress), the
 release is still reported, but nothing may be written.
 
-Pure: the caller reads the service rows and the specs.
+Pure: run.records reads the rows (``read_release_records``) and
+``establish`` judges them, the one judgement of the release.
 """
 
 import dataclasses
 
+from healreq.objects import primitive
+from healreq.objects import versions
 from healreq import releases
 
 # The services whose release decides the rules and the object versions:
@@ -52,6 +55,66 @@ _REMEDIES = ('finish the upgrade, delete the stale service record '
 def _timestamp(value):
     return None if value is None else '%sZ' % value.isoformat(
         timespec='seconds')
+
+
+@dataclasses.dataclass(frozen=True)
+class Records:
+    """What the deployment's databases hold about its release, as read.
+
+    ``specs`` are the texts of its newest request specs; ``services`` a
+    ``(cell, rows)`` pair for each cell that could be read (its name, else
+    its uuid, and its ``services`` rows, cell_queries.get_services);
+    ``schema_heads`` the API database's migration heads (None if they
+    could not be read). A run that follows a release the operator named
+    reads neither services nor heads.
+    """
+    specs: tuple = ()
+    services: tuple = ()
+    schema_heads: tuple = None
+
+
+def establish(records, now, down_time, target_release=None):
+    """``(detection, profile)``: the release a run follows, and why.
+
+    ``records`` are the Records read, ``now`` naive UTC, ``down_time``
+    ``[DEFAULT]/service_down_time``. ``target_release`` (a releases.Release
+    the operator named) overrides what the records say; else ``judge``
+    tells the release from the services, the API schema head and the
+    object versions of the newest specs. The profile (an
+    objects.versions.VersionProfile) carries the release's rules (the
+    newest release's when none is known) and the object versions to
+    write.
+    """
+    profile = observed_versions(records.specs)
+    if target_release is not None:
+        detection = named(target_release)
+    else:
+        services = [service for cell, rows in records.services
+                    for service in services_from_rows(cell, rows)]
+        detection = judge(services, now, down_time,
+                          _schema_head(records.schema_heads), profile)
+    return detection, profile.for_release(
+        detection.release or releases.LATEST, named=detection.named)
+
+
+def observed_versions(specs):
+    """The VersionProfile of the object versions ``specs`` (texts) hold.
+
+    The newest specs were written by the running Nova; a spec that is no
+    JSON document is passed over.
+    """
+    profile = versions.VersionProfile()
+    for text in specs:
+        try:
+            profile.observe(primitive.load_json(text, 'spec'))
+        except primitive.PrimitiveError:
+            continue
+    return profile
+
+
+def _schema_head(heads):
+    """The API database's migration head, or None if it does not say."""
+    return heads[0] if heads is not None and len(heads) == 1 else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +196,7 @@ def judge(services, now, down_time, api_schema_head, profile):
             None, 'detected', 'no nova-conductor or nova-scheduler service '
             'registered in any cell', supported=False, notes=tuple(notes),
             down_services=tuple(down))
-    detection = releases.detect(
+    detection = detect(
         min(s.version for s in basis), api_schema_head,
         profile.highest_seen('ImageMetaProps'))
     apis = [s for s in services if s.binary == COMPUTE_API]
@@ -144,6 +207,51 @@ def judge(services, now, down_time, api_schema_head, profile):
         stale_services=tuple(stale),
         refusal=_refusal(detection, basis, bool(controllers_up), older,
                          profile))
+
+
+def detect(service_version, api_schema_head, props_version):
+    """The releases.Detection matching what the deployment's records say.
+
+    ``service_version`` is the lowest version of the controllers that
+    decide (None if none is registered); ``api_schema_head``
+    the API database's migration head; ``props_version`` the highest
+    ImageMetaProps version of its newest specs. Releases sharing a
+    service version are told apart by the schema head (2023.1/2023.2)
+    or by ImageMetaProps (2024.1/2024.2); without that evidence the older
+    one is taken, whose rules and object versions are the safer.
+    """
+    if service_version is None:
+        return releases.Detection(None, 'detected', 'no live Nova service '
+                                  'registered in any cell', supported=False)
+    evidence = 'service version %d' % service_version
+    latest, oldest = releases.LATEST, releases.OLDEST
+    if service_version > latest.service_version:
+        return releases.Detection(latest, 'detected', evidence + ', newer '
+                                  'than ' + latest.label, supported=False)
+    if service_version < oldest.service_version:
+        return releases.Detection(oldest, 'detected', evidence + ', older '
+                                  'than ' + oldest.label, supported=False)
+    reached = [r for r in releases.RELEASES
+               if r.service_version <= service_version]
+    tied = [r for r in reached
+            if r.service_version == reached[-1].service_version]
+    chosen = tied[0]
+    for candidate in tied[1:]:
+        if (candidate.api_schema_head != chosen.api_schema_head
+                and api_schema_head == candidate.api_schema_head):
+            chosen = candidate
+            evidence += ', API schema %s' % api_schema_head
+        elif (candidate.props_version > chosen.props_version
+              and props_version is not None
+              and props_version >= candidate.props_version):
+            chosen = candidate
+            evidence += ', ImageMetaProps %d.%d in specs' % props_version
+    return releases.Detection(chosen, 'detected', evidence)
+
+
+def named(release):
+    """The releases.Detection for a release the operator named."""
+    return releases.Detection(release, 'option', 'named by the operator')
 
 
 def _deciding(controllers, controllers_up, down, down_time):

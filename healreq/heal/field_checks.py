@@ -40,6 +40,7 @@ from healreq.objects import numa_primitive
 from healreq.objects import pci as pci_obj
 from healreq.objects import primitive
 from healreq.objects import versions
+from healreq import policies
 from healreq import releases
 
 FIELD_NAMES = ('flavor', 'image', 'numa_topology', 'pci_requests', 'is_bfv',
@@ -54,27 +55,10 @@ NEEDS_ZONES = frozenset(['availability_zone'])
 NEEDS_HINTED_INSTANCES = frozenset(['scheduler_hints'])
 NEEDS_FLAVOR_DEFINITIONS = frozenset(['flavor'])
 
-# What --az-policy does with a pin that no longer matches the instance.
-AZ_REPORT = 'report'
-AZ_REPIN = 'repin'
-AZ_UNPIN = 'unpin'
-AZ_POLICIES = (AZ_REPORT, AZ_REPIN, AZ_UNPIN)
-
-# What --hint-policy does with a same_host hint naming instances that no
-# longer exist: the user asked for it, so it is only reported by default.
-HINT_REPORT = 'report'
-HINT_PRUNE = 'prune'
-HINT_POLICIES = (HINT_REPORT, HINT_PRUNE)
-
 # The scheduler hints that name instances (SameHostFilter's and
 # DifferentHostFilter's).
 SAME_HOST = 'same_host'
 DIFFERENT_HOST = 'different_host'
-# What --flavor-policy does with a spec flavor an operator rewrote from
-# the flavor's current definition (flavor-propagated).
-FLAVOR_REPORT = 'report'
-FLAVOR_INSTANCE = 'instance'
-FLAVOR_POLICIES = (FLAVOR_REPORT, FLAVOR_INSTANCE)
 
 # The zone of hosts in no aggregate that names one, unless configured
 # otherwise ([DEFAULT]/default_availability_zone's default).
@@ -159,17 +143,17 @@ class Inputs:
     zones: frozenset = frozenset()
     hostless_zones: frozenset = frozenset()
     default_zone: str = DEFAULT_ZONE
-    az_policy: str = AZ_REPORT
+    az_policy: str = policies.DEFAULT
     # Of the instance uuids the batch's hints name: those that are no
     # live instance in any cell, and those a cell that could not be read
     # may hold (uuid -> the uuids of those cells).
     gone_instances: frozenset = frozenset()
     unverified_instances: dict = dataclasses.field(default_factory=dict)
-    hint_policy: str = HINT_REPORT
+    hint_policy: str = policies.DEFAULT
     # The current definition of the instance's flavor (flavors and
     # flavor_extra_specs: its id and extra specs), None if deleted.
     flavor_definition: dict = None
-    flavor_policy: str = FLAVOR_REPORT
+    flavor_policy: str = policies.DEFAULT
 
     def __post_init__(self):
         self._cache = {}
@@ -370,7 +354,7 @@ def check_flavor(spec, inputs, profile):
     if propagated is not None:
         before += ' [extra specs %s as currently defined]' % ', '.join(
             propagated)
-        if inputs.flavor_policy == FLAVOR_REPORT:
+        if inputs.flavor_policy == policies.FLAVOR_REPORT:
             return (FieldChange('flavor', before,
                                 '%s (not rewritten: --flavor-policy report)'
                                 % after, rewritten=False), {})
@@ -656,11 +640,11 @@ def check_availability_zone(spec, inputs, profile):
     if (pinned is None or current is None or pinned == current
             or inputs.instance['vm_state'] == 'shelved_offloaded'):
         return None
-    if inputs.az_policy == AZ_REPORT:
+    if inputs.az_policy == policies.AZ_REPORT:
         return (FieldChange('availability_zone', pinned,
                             '%s (not rewritten: --az-policy report)'
                             % current, rewritten=False), {})
-    target = current if inputs.az_policy == AZ_REPIN else None
+    target = current if inputs.az_policy == policies.AZ_REPIN else None
     return (FieldChange('availability_zone', pinned, str(target)),
             {'availability_zone': target})
 
@@ -919,7 +903,7 @@ def check_scheduler_hints(spec, inputs, profile):
     gone = gone_same_host(spec, inputs.gone_instances)
     if not internal and not gone:
         return None
-    prune = bool(gone) and inputs.hint_policy == HINT_PRUNE
+    prune = bool(gone) and inputs.hint_policy == policies.HINT_PRUNE
     before, after = [], []
     if internal:
         before.append(_hints_label(hints, internal))

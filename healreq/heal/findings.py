@@ -20,8 +20,8 @@ codes freely; never rename or reuse one.
 import dataclasses
 import enum
 
-from healreq.db import cell_queries
 from healreq import exception
+from healreq import nova_constants
 
 
 class Status(str, enum.Enum):
@@ -130,7 +130,7 @@ REASONS = {
         'migration-in-progress':
             'a migration of the instance is not in a terminal status (%s; '
             'finished counts as in progress)'
-            % ', '.join(cell_queries.TERMINAL_MIGRATION_STATUSES),
+            % ', '.join(nova_constants.TERMINAL_MIGRATION_STATUSES),
         'recently-updated':
             'the instance was updated within [healreq]/skip_updated_within '
             'seconds',

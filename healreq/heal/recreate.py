@@ -27,6 +27,7 @@ from healreq.objects import flavor as flavor_obj
 from healreq.objects import instance_group as group_obj
 from healreq.objects import pci as pci_obj
 from healreq.objects import primitive
+from healreq import policies
 
 OBJECT_NAME = 'RequestSpec'
 # RequestSpec's fields in declaration order (the order Nova writes them),
@@ -49,7 +50,7 @@ def zone(inputs):
     ``unpin`` pins none; ``repin`` and ``report`` pin the zone the
     instance is in, which is what Nova's own recreation pinned.
     """
-    if inputs.az_policy == field_checks.AZ_UNPIN:
+    if inputs.az_policy == policies.AZ_UNPIN:
         return None
     return inputs.instance['availability_zone']
 
@@ -113,5 +114,5 @@ def describe(inputs):
     return 'recreated from the instance record (zone %s%s; group %s)' % (
         zone(inputs),
         ', the instance\'s, as Nova\'s own recreation pinned'
-        if inputs.az_policy == field_checks.AZ_REPORT else '',
+        if inputs.az_policy == policies.AZ_REPORT else '',
         member['uuid'] if member else 'none')

@@ -35,8 +35,6 @@ from healreq.heal import evidence
 from healreq.heal import field_checks
 from healreq import masking
 from healreq.objects import primitive
-from healreq.objects import versions
-from healreq import releases
 
 LOG = logging.getLogger(__name__)
 
@@ -48,65 +46,59 @@ SERVICE_DOWN_TIME = healreq_conf.option('DEFAULT',
                                         'service_down_time').default
 
 
-def _learn_versions(api_engine):
-    """The object versions the deployment's Nova writes now.
-
-    The newest spec rows were written by the running Nova; a fixed
-    sample, read once, keeps every decision of a run independent of the
-    order in which instances are visited.
-    """
-    profile = versions.VersionProfile()
-    with exception.reraised_as(exception.ApiDatabaseError):
-        with api_engine.connect() as conn:
-            texts = api_queries.get_newest_specs(conn, VERSION_SAMPLE)
-    for text in texts:
-        try:
-            profile.observe(primitive.load_json(text, 'spec'))
-        except primitive.PrimitiveError:
-            continue
-    return profile
-
-
 def learn_deployment(api_engine, cell_engine, target_release=None,
                      now=None, service_down_time=SERVICE_DOWN_TIME):
     """``(detection, profile)``: the Nova release the deployment runs.
 
+    Reads what the databases hold about it (``read_release_records``)
+    and has heal.evidence.establish judge it: ``target_release`` (a
+    releases.Release the operator named) overrides the records; else the
+    services are judged up or down at ``now`` (naive UTC; default: the
+    time now, as the services report it) by ``service_down_time``.
+    """
+    found = read_release_records(api_engine, cell_engine,
+                                 services=target_release is None)
+    return evidence.establish(found, now or clock.utcnow(),
+                              service_down_time, target_release)
+
+
+def read_release_records(api_engine, cell_engine, services=True):
+    """The heal.evidence.Records of the deployment's release, as read.
+
     ``cell_engine(cell)`` is the engine of a cell's database, owned by the
     caller (CellDatabaseError if unusable): the walk's own, so that the
     connections that read the services go on to read the instances.
-
-    ``target_release`` (a releases.Release the operator named) overrides
-    what the deployment's records say: the services registered in the
-    cells, judged up or down at ``now`` (naive UTC; default: the time
-    now, as the services report it) by ``service_down_time``, the API
-    schema head and the object versions
-    of the newest specs (see heal.evidence). The profile carries the
-    release's rules (the newest release's when none is known) and the
-    object versions to write.
+    Without ``services``, only the newest specs are read (a named release
+    needs no services and no schema head).
     """
-    profile = _learn_versions(api_engine)
-    if target_release is not None:
-        detection = releases.named(target_release)
-    else:
-        detection = evidence.judge(
-            registered_services(api_engine, cell_engine),
-            now or clock.utcnow(), service_down_time,
-            _api_schema_head(api_engine), profile)
-    return detection, profile.for_release(
-        detection.release or releases.LATEST, named=detection.named)
+    specs = _newest_specs(api_engine)
+    if not services:
+        return evidence.Records(specs=specs)
+    return evidence.Records(
+        specs=specs, services=_service_rows(api_engine, cell_engine),
+        schema_heads=_schema_heads(api_engine))
 
 
-def registered_services(api_engine, cell_engine):
-    """Every cell's services that are not deleted or forced down.
+def _newest_specs(api_engine):
+    """The texts of the newest specs, whose object versions tell.
 
-    ``cell_engine`` is as learn_deployment's.
+    A fixed sample, read once, keeps every decision of a run independent
+    of the order in which instances are visited.
+    """
+    with exception.reraised_as(exception.ApiDatabaseError):
+        with api_engine.connect() as conn:
+            return tuple(api_queries.get_newest_specs(conn, VERSION_SAMPLE))
+
+
+def _service_rows(api_engine, cell_engine):
+    """``(cell, rows)`` of every cell's ``services`` rows.
 
     A cell that cannot be read is left out (its walk reports it).
     """
     with exception.reraised_as(exception.ApiDatabaseError):
         with api_engine.connect() as conn:
             cells = api_queries.get_cells(conn)
-    services = []
+    found = []
     for cell in cells:
         try:
             engine = cell_engine(cell)
@@ -121,19 +113,17 @@ def registered_services(api_engine, cell_engine):
             LOG.warning('Release detection skips cell %s: %s',
                         cell['uuid'], cell_error(cell, exc))
             continue
-        services.extend(evidence.services_from_rows(
-            cell['name'] or cell['uuid'], rows))
-    return services
+        found.append((cell['name'] or cell['uuid'], tuple(rows)))
+    return tuple(found)
 
 
-def _api_schema_head(api_engine):
-    """The API database's migration head, or None if it does not say."""
+def _schema_heads(api_engine):
+    """The API database's migration heads, or None if unreadable."""
     try:
         with api_engine.connect() as conn:
-            heads = api_queries.get_schema_heads(conn)
+            return tuple(api_queries.get_schema_heads(conn))
     except exception.DB_ERRORS:
         return None
-    return heads[0] if len(heads) == 1 else None
 
 
 def connect_cell(cell, reference_url, connect=engines.create_engine):

@@ -31,8 +31,9 @@ from healreq import clock
 from healreq.db import placement_queries
 from healreq.db import tables
 from healreq.heal import decisions
+from healreq import nova_constants
 
-CELL0_UUID = tables.CELL0_UUID
+CELL0_UUID = nova_constants.CELL0_UUID
 PROJECT_ID = '8f3c2b8a4e5d4f6a9b7c1d2e3f405162'
 USER_ID = '5a6b7c8d9e0f41a2b3c4d5e6f7a8b9c0'
 LONG_AGO = datetime.datetime(2024, 1, 10, 11, 26, 50)

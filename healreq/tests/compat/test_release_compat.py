@@ -26,6 +26,7 @@ import warnings
 
 from alembic import script as alembic_script
 
+from healreq.heal import evidence
 from healreq.objects import notation
 from healreq import releases
 from healreq.tests.compat import base
@@ -79,7 +80,7 @@ class ReleaseRecordTest(base.NovaTestCase):
 
     def test_detected_from_its_own_records(self):
         release = base.RELEASE
-        detection = releases.detect(release.service_version,
+        detection = evidence.detect(release.service_version,
                                     release.api_schema_head,
                                     release.props_version)
         self.assertEqual(release, detection.release)

@@ -90,6 +90,64 @@ class ServiceRowsTest(testtools.TestCase):
                 _service('nova-conductor', 74, seen), NOW, 60), seen)
 
 
+def _service_row(binary, version, host, forced_down=False):
+    return dict(host=host, binary=binary, version=version,
+                forced_down=forced_down, last_seen_up=UP, created_at=DOWN,
+                updated_at=UP)
+
+
+class EstablishTest(testtools.TestCase):
+    """The records as read, judged into a release and object versions."""
+
+    def establish(self, records, target_release=None):
+        return evidence.establish(records, NOW, 60, target_release)
+
+    def records(self, version=74, heads=None, specs=None):
+        return evidence.Records(
+            specs=(json.dumps(_spec('1.37')),) if specs is None else specs,
+            services=(('cell1', (
+                _service_row('nova-conductor', version, 'ctl-1'),
+                _service_row('nova-scheduler', 64, 'ctl-2',
+                             forced_down=True))),),
+            schema_heads=heads)
+
+    def test_the_services_of_every_cell_decide(self):
+        detection, profile = self.establish(self.records(67))
+        self.assertEqual(('2024.1', 'detected', 'service version 67'),
+                         (detection.release.series, detection.source,
+                          detection.evidence))
+        self.assertEqual((detection.release, False),
+                         (profile.release, profile.named))
+        self.assertEqual((1, 37), profile.highest_seen('ImageMetaProps'))
+
+    def test_one_schema_head_tells_only(self):
+        head = releases.by_name('2023.2').api_schema_head
+        self.assertEqual('2023.2', self.establish(self.records(
+            66, heads=(head,)))[0].release.series)
+        for heads in (None, (), (head, 'other')):
+            self.assertEqual('2023.1', self.establish(self.records(
+                66, heads=heads))[0].release.series, heads)
+
+    def test_a_spec_that_is_no_document_is_passed_over(self):
+        _detection, profile = self.establish(self.records(
+            specs=('{', json.dumps(_spec('1.39')))))
+        self.assertEqual((1, 39), profile.highest_seen('ImageMetaProps'))
+
+    def test_a_named_release_overrides_the_records(self):
+        zed = releases.by_name('zed')
+        detection, profile = self.establish(self.records(), zed)
+        self.assertEqual((zed, 'option', True), (
+            detection.release, detection.source, detection.named))
+        self.assertEqual((zed, True), (profile.release, profile.named))
+        self.assertEqual((1, 37), profile.highest_seen('ImageMetaProps'))
+
+    def test_without_a_release_the_newest_rules_apply(self):
+        detection, profile = self.establish(evidence.Records())
+        self.assertEqual((None, False), (detection.release,
+                                         detection.supported))
+        self.assertEqual(releases.LATEST, profile.release)
+
+
 class JudgeTest(testtools.TestCase):
 
     def judge(self, services, profile=None, head=None):

@@ -19,6 +19,7 @@ import sys
 import fixtures
 import testtools
 
+from healreq.heal import evidence
 from healreq.objects import image
 from healreq.objects import image_coercion
 from healreq.objects import image_fields
@@ -87,7 +88,7 @@ class TableTest(testtools.TestCase):
 class DetectTest(testtools.TestCase):
 
     def detect(self, service_version, head=None, props=None):
-        return releases.detect(service_version, head, props)
+        return evidence.detect(service_version, head, props)
 
     def test_each_release_by_its_own_evidence(self):
         for release in releases.RELEASES:
@@ -116,7 +117,7 @@ class DetectTest(testtools.TestCase):
         self.assertEqual((None, False), (unknown.release, unknown.supported))
 
     def test_named(self):
-        named = releases.named(ZED)
+        named = evidence.named(ZED)
         self.assertEqual((ZED, 'option', True),
                          (named.release, named.source, named.supported))
 
