@@ -816,6 +816,66 @@ def open_audit(conf, read_only=False, check_cells=False):
             exit_code=ExitCode.INVALID_INPUT)
 
 
+def list_runs(conf, limit):
+    """The latest ``limit`` runs of the audit store, newest first.
+
+    Each a dict of the run's columns, ``filters`` and ``summary``
+    decoded (None if not recorded); the store is opened read-only
+    (open_audit). Raises AuditStoreError.
+    """
+    store = open_audit(conf, read_only=True, check_cells=True)
+    try:
+        return [_decoded_run(run) for run in store.list_runs(limit)]
+    finally:
+        store.dispose()
+
+
+@dataclasses.dataclass
+class ShownRun:
+    """One run of the audit store, with what it found and changed.
+
+    ``run`` is a dict as list_runs gives them; ``findings`` and
+    ``changes`` dicts of their columns, in the order they were recorded,
+    ``drift`` and ``fields`` decoded. ``summary_text`` is the summary as
+    it was recorded.
+    """
+    run: dict
+    summary_text: str
+    findings: list
+    changes: list
+
+
+def show_run(conf, run_id):
+    """The ShownRun of ``run_id``; the store is opened read-only.
+
+    Raises InvalidInput for a run the store does not hold,
+    AuditStoreError.
+    """
+    store = open_audit(conf, read_only=True, check_cells=True)
+    try:
+        run = store.get_run(run_id)
+        if run is None:
+            raise exception.InvalidInput('no run %s in the audit store'
+                                         % run_id)
+        changes = store.changes(run['id'])
+        findings = store.run_findings(run['id'])
+    finally:
+        store.dispose()
+    return ShownRun(
+        run=_decoded_run(run), summary_text=run['summary'],
+        findings=[dict(f, drift=json.loads(f['drift'] or '[]'))
+                  for f in findings],
+        changes=[dict(c, fields=json.loads(c['fields'])) for c in changes])
+
+
+def _decoded_run(run):
+    """The columns of a run, its JSON columns decoded."""
+    decoded = dict(run)
+    for key in ('filters', 'summary'):
+        decoded[key] = json.loads(run[key]) if run[key] else None
+    return decoded
+
+
 @contextlib.contextmanager
 def _audit_store(conf, store=None):
     """``store`` if given, else the configured store, disposed after."""
