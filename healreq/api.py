@@ -11,10 +11,12 @@
 #    under the License.
 
 
-"""The library API: one call per command that writes request specs.
+"""The library API: one call per command.
 
-Each call is a whole audited run: settle what crashed runs left pending,
-record the start of the run, do the work, record its end and exit code.
+Each call of a command that writes request specs is a whole audited
+run: settle what crashed runs left pending, record the start of the
+run, do the work, record its end and exit code. ``list_runs`` and
+``show_run`` read the audit store back.
 The command line, the tests and the benchmark all go through here;
 ``Options.from_conf`` reads the settings the configuration holds, as
 the command does, and takes the command's arguments as keywords::

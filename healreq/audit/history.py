@@ -40,7 +40,7 @@ DELETE = 'delete'
 
 
 def store_errors(method):
-    """Raise the database errors of an AuditStore method as its own."""
+    """Raise the database errors of a store method as AuditStoreError."""
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
         with exception.reraised_as(exception.AuditStoreError):
@@ -56,6 +56,7 @@ class RunHistory(object):
 
     @store_errors
     def list_runs(self, limit):
+        """The latest ``limit`` runs, newest first."""
         t = schema.runs
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(
@@ -64,6 +65,7 @@ class RunHistory(object):
 
     @store_errors
     def get_run(self, run_id):
+        """Run ``run_id``, or None if it is not recorded."""
         t = schema.runs
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(t).where(t.c.id == run_id)).first()
@@ -71,6 +73,7 @@ class RunHistory(object):
 
     @store_errors
     def run_findings(self, run_id):
+        """The findings run ``run_id`` recorded, in order."""
         t = schema.findings
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(
@@ -87,6 +90,7 @@ class RunHistory(object):
 
     @store_errors
     def changes(self, run_id, instance_uuid=None, state=None):
+        """Run ``run_id``'s changes in order, of one instance or state."""
         t = schema.changes
         query = sa.select(t).where(t.c.run_id == run_id)
         if instance_uuid:

@@ -27,7 +27,6 @@ import testscenarios
 import testtools
 
 from healreq import api
-from healreq.heal import decisions
 from healreq.tests import cli
 from healreq.tests.functional import backends
 from healreq.tests.functional import deployments
@@ -98,11 +97,9 @@ class DeploymentTestCase(deployments.DeploymentRows,
         """
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)
-        options.setdefault('settings',
-                           decisions.Settings(skip_updated_within=60))
         kwargs = {'clock': clock} if clock is not None else {}
-        return api.run_request_specs(conf, api.Options(**options),
-                                     **kwargs).report
+        return api.run_request_specs(
+            conf, api.Options.from_conf(conf, **options), **kwargs).report
 
 
 def wait_while_running(test, process, done, seconds=120):
