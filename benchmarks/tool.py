@@ -38,9 +38,9 @@ def dry_run(config_file, batch_size, workers=1, fields=None):
     """
     collector.tune(batch_size)
     conf = api.load_config([config_file])
-    result = api.run_request_specs(conf, api.Options(
-        dry_run=True, batch_size=batch_size, workers=workers,
-        settings=api.settings(conf, checked_fields=fields)))
+    result = api.run_request_specs(conf, api.Options.from_conf(
+        conf, dry_run=True, batch_size=batch_size, workers=workers,
+        checked_fields=fields))
     return result.exit_code, ''.join(output.json_chunks(
         result.report, result.exit_code, result.run_id))
 

@@ -11,16 +11,21 @@
 #    under the License.
 
 
-"""The library API: one call per command that writes request specs.
+"""The library API: one call per command.
 
-Each call is a whole audited run: settle what crashed runs left pending,
-record the start of the run, do the work, record its end and exit code.
-The command line, the tests and the benchmark all go through here::
+Each call of a command that writes request specs is a whole audited
+run: settle what crashed runs left pending, record the start of the
+run, do the work, record its end and exit code. ``list_runs`` and
+``show_run`` read the audit store back.
+The command line, the tests and the benchmark all go through here;
+``Options.from_conf`` reads the settings the configuration holds, as
+the command does, and takes the command's arguments as keywords::
 
     from healreq import api
 
     conf = api.load_config(['/etc/nova/nova.conf'])
-    result = api.run_request_specs(conf, api.Options(dry_run=True))
+    options = api.Options.from_conf(conf, dry_run=True)
+    result = api.run_request_specs(conf, options)
     print(result.exit_code, result.report.summary(), result.run_id)
 
 Errors that end a run are raised as ``healreq.exception.HealreqError``
@@ -67,32 +72,90 @@ from healreq.run import writer
 LOG = logging.getLogger(__name__)
 
 
+# The fields of Options and of decisions.Settings that the configuration
+# sets, each with its option (group, name).
+_CONFIGURED_OPTIONS = {
+    'batch_size': ('healreq', 'batch_size'),
+    'service_down_time': ('DEFAULT', 'service_down_time'),
+}
+_CONFIGURED_SETTINGS = {
+    'skip_updated_within': ('healreq', 'skip_updated_within'),
+    'default_zone': ('DEFAULT', 'default_availability_zone'),
+}
+
+
+def _default(group, name):
+    return healreq_conf.option(group, name).default
+
+
+def _configured(conf, group, name):
+    """The value of option ``name`` of ``group`` in ``conf``."""
+    return conf[name] if group == 'DEFAULT' else conf[group][name]
+
+
 @dataclasses.dataclass
 class Options:
     """What a run of request-specs does (see ``nova-heal request-specs``).
 
-    ``batch_size`` and ``service_down_time`` default to their options'
-    defaults (``[healreq]/batch_size``, ``[DEFAULT]/service_down_time``);
-    the command line sets them from the configuration. ``collect_plan``
-    (with ``dry_run``) keeps every would-be change in the report's
-    ``planned``; ``settings`` are the per-instance decisions'.
+    Build it with ``from_conf``, which reads what the configuration sets;
+    a field left out here has the default of its option or argument.
+    ``collect_plan`` (with ``dry_run``) keeps every would-be change in
+    the report's ``planned``; ``settings`` are the per-instance
+    decisions'.
     """
     dry_run: bool = False
     instance_uuid: str = None
     cell_uuid: str = None
     max_count: int = None
-    batch_size: int = healreq_conf.option('healreq', 'batch_size').default
+    # [healreq]/batch_size, or --batch-size.
+    batch_size: int = _default('healreq', 'batch_size')
     collect_plan: bool = False
     workers: int = 1
     sleep: float = 0.0
     max_rate: float = None
-    # A releases.Release named by the operator, instead of detecting it.
+    # A releases.Release named by the operator ([healreq]/target_release
+    # or --target-release), instead of detecting it.
     target_release: object = None
     # [DEFAULT]/service_down_time: services silent longer are down.
-    service_down_time: int = healreq_conf.option(
-        'DEFAULT', 'service_down_time').default
+    service_down_time: int = _default('DEFAULT', 'service_down_time')
     settings: decisions.Settings = dataclasses.field(
         default_factory=decisions.Settings)
+
+    @classmethod
+    def from_conf(cls, conf, **overrides):
+        """The Options of a run under ``conf``, with ``overrides``.
+
+        ``overrides`` are fields of Options or of decisions.Settings, as
+        the command's arguments give them; one that is None is not
+        given, and the field takes the configured value
+        (``[healreq]/batch_size``, ``skip_updated_within`` and
+        ``target_release``, ``[DEFAULT]/service_down_time`` and
+        ``default_availability_zone``), else its default.
+        ``target_release`` is a Release or a name. Raises InvalidInput
+        for a release name that is not supported.
+        """
+        given = {name: value for name, value in overrides.items()
+                 if value is not None}
+        settings_names = {f.name for f in dataclasses.fields(
+            decisions.Settings)}
+        chosen = {name: given.pop(name) for name in list(given)
+                  if name in settings_names}
+        values = {name: _configured(conf, *option)
+                  for name, option in _CONFIGURED_OPTIONS.items()}
+        values['settings'] = _settings_from_conf(conf, chosen)
+        values.update(given)
+        release = values.get('target_release')
+        if release is None or isinstance(release, str):
+            values['target_release'] = target_release(conf, release)
+        return cls(**values)
+
+
+def _settings_from_conf(conf, chosen):
+    """decisions.Settings: ``chosen`` over the configured values."""
+    values = {name: _configured(conf, *option)
+              for name, option in _CONFIGURED_SETTINGS.items()}
+    values.update(chosen)
+    return decisions.Settings(**values)
 
 
 @dataclasses.dataclass
@@ -134,19 +197,14 @@ def exit_code_for(report):
     return ExitCode.NOTHING_TO_HEAL
 
 
-def settings(conf, force=False, checked_fields=None,
-             az_policy=policies.DEFAULT, create_missing=False,
-             hint_policy=policies.DEFAULT,
-             flavor_policy=policies.DEFAULT):
-    """The per-instance decision settings from configuration."""
-    values = dict(skip_updated_within=conf.healreq.skip_updated_within,
-                  force=force, az_policy=az_policy, hint_policy=hint_policy,
-                  flavor_policy=flavor_policy,
-                  create_missing=create_missing,
-                  default_zone=conf.default_availability_zone)
-    if checked_fields is not None:
-        values['checked_fields'] = checked_fields
-    return decisions.Settings(**values)
+def settings(conf, **chosen):
+    """The per-instance decision settings under ``conf``.
+
+    ``chosen`` are fields of decisions.Settings (None: not chosen), over
+    what the configuration sets, as Options.from_conf takes them.
+    """
+    return _settings_from_conf(conf, {name: value for name, value in
+                                      chosen.items() if value is not None})
 
 
 def target_release(conf, name=None):
@@ -180,37 +238,6 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
     """
     if plan_file:
         options = dataclasses.replace(options, collect_plan=True)
-
-    def work(api_engine, store, run_id):
-        run_context = _context(conf, api_engine, clock,
-                               options.target_release,
-                               options.service_down_time)
-        run = walker.Walker(
-            run_context, options,
-            budget.Budget(options.max_count, options.sleep,
-                          options.max_rate),
-            writer.SpecWriter(
-                api_engine, clock, audit=store, run_id=run_id,
-                dry_run=options.dry_run,
-                retry_within=conf.healreq.lock_wait_timeout),
-            audit=store, run_id=run_id)
-        run.progress = progress
-        if stop_check is not None:
-            run.stop_check = stop_check
-        try:
-            return run.run()
-        except _ENDS_AFTER_WORK as exc:
-            # What the cells finished so far: reported, audited, counted.
-            _attach_report(exc, run.report, run.report.cells)
-            raise
-        finally:
-            run_context.close()
-
-    def outputs(report, code, run_id, duration):
-        return _write_outputs(report, code, run_id, duration,
-                              options.dry_run, plan_file, metrics_file,
-                              options.settings)
-
     files = [('--plan', plan_file), ('--metrics-file', metrics_file)]
     protected = refuse_unsafe_outputs(conf, files)
     mode = 'dry-run' if options.dry_run else 'heal'
@@ -218,8 +245,39 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
     with _checked_api_engine(conf, audit, files, protected,
                              engines.POOL_SIZE * options.workers) as (
             api_engine), _audit_store(conf, audit) as store:
-        return _recorded_run(api_engine, store, mode, command,
-                             _filters(options), work, outputs)
+        store.recover(api_engine)
+        with _recorded_run(store, mode, command, _filters(options)) as run:
+            with run.working():
+                run.report = _walk(conf, options, api_engine, run, clock,
+                                   progress, stop_check)
+            run.add_problems(_write_outputs(
+                run.report, run.code, run.run_id, run.duration(),
+                options.dry_run, plan_file, metrics_file, options.settings))
+            return run.finish()
+
+
+def _walk(conf, options, api_engine, run, clock, progress, stop_check):
+    """Walk the cells for the started ``run``; return the RunReport."""
+    run_context = _context(conf, api_engine, clock, options)
+    walk = walker.Walker(
+        run_context, options,
+        budget.Budget(options.max_count, options.sleep, options.max_rate),
+        writer.SpecWriter(
+            api_engine, clock, audit=run.store, run_id=run.run_id,
+            dry_run=options.dry_run,
+            retry_within=conf.healreq.lock_wait_timeout),
+        audit=run.store, run_id=run.run_id)
+    walk.progress = progress
+    if stop_check is not None:
+        walk.stop_check = stop_check
+    try:
+        return walk.run()
+    except _ENDS_AFTER_WORK as exc:
+        # What the cells finished so far: reported, audited, counted.
+        _attach_report(exc, walk.report, walk.report.cells)
+        raise
+    finally:
+        run_context.close()
 
 
 @dataclasses.dataclass
@@ -265,14 +323,15 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
     started = time.monotonic()
     with _api_engine(conf) as api_engine, _placement_engine(
             conf) as placement_engine:
-        run_context = _context(conf, api_engine, clock,
-                               target or target_release(conf),
-                               conf.service_down_time)
+        options = Options.from_conf(
+            conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+            batch_size=batch_size, target_release=target)
+        run_context = _context(conf, api_engine, clock, options)
         try:
             walk = allocation_walk.AllocationWalk(
-                run_context, placement_engine,
-                batch_size or conf.healreq.batch_size,
-                instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+                run_context, placement_engine, options.batch_size,
+                instance_uuid=options.instance_uuid,
+                cell_uuid=options.cell_uuid)
             if stop_check is not None:
                 walk.stop_check = stop_check
             report = walk.run()
@@ -343,32 +402,48 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
     (e.g. exception.Interrupted) to end the wait. Raises InvalidInput
     for an unknown run. Returns a RunResult.
     """
-    def changes_to_revert(store, api_engine):
-        if store.get_run(run_id) is None:
-            raise exception.InvalidInput('no run %s in the audit store'
-                                         % run_id)
-        if store.is_running(run_id):
-            if not wait:
-                raise exception.RunInProgress(
-                    'run %s is still running (its lease is held); revert '
-                    'it once it has ended, or pass --wait' % run_id)
-            with deferring():
-                _wait_for_end(store, run_id, stop_check, pause)
-            # It may have died instead of ending: settle what it left.
-            store.recover(api_engine)
-        # Newest first: if a run touched a row twice, undo in reverse.
-        return [writer.Change(
-            instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
-            fields=json.loads(c['fields']), before=c['before_text'],
-            after=c['after_text'], before_digest=c['before_digest'],
-            after_digest=c['after_digest'], action=c['action']).inverse()
-            for c in reversed(store.changes(run_id, instance_uuid,
-                                            audit_store.APPLIED))]
+    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
+            conf, audit) as store:
+        store.recover(api_engine)
+        changes = _changes_to_revert(store, api_engine, run_id,
+                                     instance_uuid, wait, deferring,
+                                     stop_check, pause)
+        filters = {'revert_of': run_id, 'instance': instance_uuid}
+        with _recorded_run(store, 'revert', command, filters) as run:
+            with run.working():
+                run.report = _replay(
+                    conf, Options.from_conf(conf), api_engine, run, clock,
+                    changes, dry_run=dry_run, rederive=False,
+                    revert_of=run_id)
+            return run.finish()
 
-    return _replay_run(conf, 'revert', command,
-                       {'revert_of': run_id, 'instance': instance_uuid},
-                       changes_to_revert, dry_run, audit, clock,
-                       rederive=False, revert_of=run_id)
+
+def _changes_to_revert(store, api_engine, run_id, instance_uuid, wait,
+                       deferring, stop_check, pause):
+    """The inverse of each change run ``run_id`` applied, newest first.
+
+    Raises InvalidInput for an unknown run, RunInProgress for one still
+    running unless ``wait`` (see revert).
+    """
+    if store.get_run(run_id) is None:
+        raise exception.InvalidInput('no run %s in the audit store' % run_id)
+    if store.is_running(run_id):
+        if not wait:
+            raise exception.RunInProgress(
+                'run %s is still running (its lease is held); revert it '
+                'once it has ended, or pass --wait' % run_id)
+        with deferring():
+            _wait_for_end(store, run_id, stop_check, pause)
+        # It may have died instead of ending: settle what it left.
+        store.recover(api_engine)
+    # Newest first: if a run touched a row twice, undo in reverse.
+    return [writer.Change(
+        instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
+        fields=json.loads(c['fields']), before=c['before_text'],
+        after=c['after_text'], before_digest=c['before_digest'],
+        after_digest=c['after_digest'], action=c['action']).inverse()
+        for c in reversed(store.changes(run_id, instance_uuid,
+                                        audit_store.APPLIED))]
 
 
 # How often a revert --wait looks whether the run it waits for has ended.
@@ -404,13 +479,18 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
         instance_uuid=p.instance_uuid, spec_id=p.spec_id, fields=p.fields,
         before=p.before, after=p.after, before_digest=p.before_digest,
         action=p.action) for p in planned]
-    return _replay_run(conf, 'apply', command,
-                       {'plan': plan_file, 'plan_run': planned_by},
-                       lambda store, api_engine: changes, dry_run, audit,
-                       clock, rederive=True,
-                       decision_settings=dataclasses.replace(
-                           settings(conf), **chosen),
-                       release=release, check_release=check_release)
+    filters = {'plan': plan_file, 'plan_run': planned_by}
+    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
+            conf, audit) as store:
+        store.recover(api_engine)
+        with _recorded_run(store, 'apply', command, filters) as run:
+            with run.working():
+                run.report = _replay(
+                    conf, Options.from_conf(conf, target_release=release,
+                                            **chosen),
+                    api_engine, run, clock, changes, dry_run=dry_run,
+                    rederive=True, check_release=check_release)
+            return run.finish()
 
 
 def _planned_policies(plan_file, recorded):
@@ -481,111 +561,111 @@ def _plan_settings(decision_settings, detection):
     return recorded
 
 
-def _replay_run(conf, mode, command, filters, prepare, dry_run, audit,
-                clock, rederive, decision_settings=None, release=None,
-                check_release=None, revert_of=None):
-    """A recorded run of revert or apply.
+def _replay(conf, options, api_engine, run, clock, changes, **how):
+    """Replay ``changes`` for the started ``run``; return the RunReport.
 
-    ``decision_settings`` default to the configuration's; ``release`` is
-    the Release to apply (None: [healreq]/target_release, else
-    detected); ``check_release(detection)``, once the release is known,
-    may refuse it.
+    Under ``options``' release (else detected) and settings; ``how`` are
+    replay.Replayer's dry_run, rederive, revert_of and check_release.
     """
-    def work(api_engine, store, run_id, changes):
-        run_context = _context(conf, api_engine, clock,
-                               release or target_release(conf),
-                               conf.service_down_time)
-        replayer = replay.Replayer(
-            run_context, decision_settings or settings(conf), store, run_id,
-            dry_run=dry_run, rederive=rederive, revert_of=revert_of,
-            check_release=check_release)
-        try:
-            return replayer.run(changes)
-        except _ENDS_AFTER_WORK as exc:
-            _attach_report(exc, replayer.report, replayer.report.findings)
-            raise
-        finally:
-            run_context.close()
-
-    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
-            conf, audit) as store:
-        return _recorded_run(api_engine, store, mode, command, filters,
-                             work, prepare=prepare)
+    run_context = _context(conf, api_engine, clock, options)
+    replayer = replay.Replayer(run_context, options.settings, run.store,
+                               run.run_id, **how)
+    try:
+        return replayer.run(changes)
+    except _ENDS_AFTER_WORK as exc:
+        _attach_report(exc, replayer.report, replayer.report.findings)
+        raise
+    finally:
+        run_context.close()
 
 
-def _recorded_run(api_engine, store, mode, command, filters, work,
-                  outputs=None, prepare=None):
-    """Recover, start a run record, do ``work``, finish the record.
+@contextlib.contextmanager
+def _recorded_run(store, mode, command, filters):
+    """Start a run record in ``store`` and hold its lease; yield a _Run.
 
-    ``prepare(store, api_engine)``, if given, runs before the run is
-    recorded and may refuse the run; its result is passed on to ``work``.
+    On every way out, exceptions included, the lease is released: once
+    the run can write nothing more, recovery may settle what it left
+    pending.
     """
-    store.recover(api_engine)
-    arguments = () if prepare is None else (prepare(store, api_engine),)
     run_id = store.start_run(mode, masking.mask_password(command), filters)
     try:
-        return _leased_run(api_engine, store, run_id, work, outputs,
-                           arguments)
+        yield _Run(store, run_id)
     finally:
-        # On every way out, exceptions included: once the run can write
-        # nothing more, recovery may settle what it left pending.
         store.release(run_id)
 
 
-def _leased_run(api_engine, store, run_id, work, outputs, arguments):
-    """Run ``work`` for the started run ``run_id`` and finish its record.
+class _Run:
+    """A started run: its report, exit code and problems, and its end.
 
     Once work has begun, what it did is always reported: an error that
     ends it after some work (the audit store or the API database
-    failing, a signal) becomes the result's exit code and problem, with
-    the report of the work done.
+    failing, a signal) becomes the exit code and a problem, with the
+    report of the work done (see ``working``).
     """
-    started = time.monotonic()
-    problems = []
-    try:
-        report = work(api_engine, store, run_id, *arguments)
-        code = exit_code_for(report)
-    except _ENDS_AFTER_WORK as exc:
-        if exc.report is None:
-            _finish_failed(store, run_id, exc)
+
+    def __init__(self, store, run_id):
+        self.store = store
+        self.run_id = run_id
+        self.started = time.monotonic()
+        self.report = None
+        self.code = None
+        self.problems = []
+
+    def duration(self):
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
+
+    @contextlib.contextmanager
+    def working(self):
+        """Around the work, which sets ``report``; then sets ``code``.
+
+        An error that ends the work without a report to give closes the
+        run record with the error and is raised.
+        """
+        try:
+            yield self
+            self.code = exit_code_for(self.report)
+        except _ENDS_AFTER_WORK as exc:
+            if exc.report is None:
+                _finish_failed(self.store, self.run_id, exc)
+                raise
+            self.report, self.code = exc.report, exc.exit_code
+            if not isinstance(exc, exception.Interrupted):
+                self.problems.append(exc.line())
+        except exception.HealreqError as exc:
+            _finish_failed(self.store, self.run_id, exc)
             raise
-        report, code = exc.report, exc.exit_code
-        if not isinstance(exc, exception.Interrupted):
-            problems.append(exc.line())
-    except exception.HealreqError as exc:
-        _finish_failed(store, run_id, exc)
-        raise
-    except Exception as exc:
-        _finish_unexpected(store, run_id, exc)
-        raise
-    if report.audit_error:
-        _add_problem(problems, report.audit_error)
-    if outputs is not None:
-        for problem in outputs(report, code, run_id,
-                               time.monotonic() - started):
-            _add_problem(problems, problem)
-    if problems and code < ExitCode.INVALID_INPUT:
-        code = ExitCode.NEEDS_ATTENTION
-    summary = report.summary()
-    if problems:
-        summary['problems'] = list(problems)
-    try:
-        store.finish_run(run_id, summary, code)
-    except exception.AuditStoreError as exc:
-        _add_problem(problems, exc.line())
-        code = code if code >= ExitCode.INVALID_INPUT else (
-            ExitCode.NEEDS_ATTENTION)
-    return RunResult(run_id, report, code, problems)
+        except Exception as exc:
+            _finish_unexpected(self.store, self.run_id, exc)
+            raise
+        if self.report.audit_error:
+            self.add_problems([self.report.audit_error])
 
+    def add_problems(self, lines):
+        """Add one-line problems, each once.
 
-def _add_problem(problems, line):
-    """Add ``line`` to ``problems`` unless it is there already.
+        A database that is gone (a failed Galera node) fails every
+        statement with the same error: it is reported once.
+        """
+        for line in lines:
+            if line not in self.problems:
+                self.problems.append(line)
 
-    A database that is gone (a failed Galera node) fails every statement
-    with the same error: it is reported once.
-    """
-    if line not in problems:
-        problems.append(line)
+    def finish(self):
+        """Record the run's end, with its summary; return the RunResult."""
+        code = self.code
+        if self.problems and code < ExitCode.INVALID_INPUT:
+            code = ExitCode.NEEDS_ATTENTION
+        summary = self.report.summary()
+        if self.problems:
+            summary['problems'] = list(self.problems)
+        try:
+            self.store.finish_run(self.run_id, summary, code)
+        except exception.AuditStoreError as exc:
+            self.add_problems([exc.line()])
+            code = code if code >= ExitCode.INVALID_INPUT else (
+                ExitCode.NEEDS_ATTENTION)
+        return RunResult(self.run_id, self.report, code, self.problems)
 
 
 # Errors that may end a run after it did some work, which is reported.
@@ -634,12 +714,13 @@ def _filters(options):
             'create_missing': options.settings.create_missing}
 
 
-def _context(conf, api_engine, clock, release, service_down_time):
-    """The RunContext of a run on ``api_engine``, as configured."""
+def _context(conf, api_engine, clock, options):
+    """The RunContext of a run on ``api_engine`` with ``options``."""
     return context.RunContext(
         api_engine, conf.database.connection,
         lock_wait_timeout=conf.healreq.lock_wait_timeout, clock=clock,
-        target_release=release, service_down_time=service_down_time)
+        target_release=options.target_release,
+        service_down_time=options.service_down_time)
 
 
 @contextlib.contextmanager
@@ -736,6 +817,66 @@ def open_audit(conf, read_only=False, check_cells=False):
             'cannot open %s: %s' % (urls.mask_url(url),
                                     masking.mask_password(reason)),
             exit_code=ExitCode.INVALID_INPUT)
+
+
+def list_runs(conf, limit):
+    """The latest ``limit`` runs of the audit store, newest first.
+
+    Each a dict of the run's columns, ``filters`` and ``summary``
+    decoded (None if not recorded); the store is opened read-only
+    (open_audit). Raises AuditStoreError.
+    """
+    store = open_audit(conf, read_only=True, check_cells=True)
+    try:
+        return [_decoded_run(run) for run in store.list_runs(limit)]
+    finally:
+        store.dispose()
+
+
+@dataclasses.dataclass
+class ShownRun:
+    """One run of the audit store, with what it found and changed.
+
+    ``run`` is a dict as list_runs gives them; ``findings`` and
+    ``changes`` dicts of their columns, in the order they were recorded,
+    ``drift`` and ``fields`` decoded. ``summary_text`` is the summary as
+    it was recorded.
+    """
+    run: dict
+    summary_text: str
+    findings: list
+    changes: list
+
+
+def show_run(conf, run_id):
+    """The ShownRun of ``run_id``; the store is opened read-only.
+
+    Raises InvalidInput for a run the store does not hold,
+    AuditStoreError.
+    """
+    store = open_audit(conf, read_only=True, check_cells=True)
+    try:
+        run = store.get_run(run_id)
+        if run is None:
+            raise exception.InvalidInput('no run %s in the audit store'
+                                         % run_id)
+        changes = store.changes(run['id'])
+        findings = store.run_findings(run['id'])
+    finally:
+        store.dispose()
+    return ShownRun(
+        run=_decoded_run(run), summary_text=run['summary'],
+        findings=[dict(f, drift=json.loads(f['drift'] or '[]'))
+                  for f in findings],
+        changes=[dict(c, fields=json.loads(c['fields'])) for c in changes])
+
+
+def _decoded_run(run):
+    """The columns of a run, its JSON columns decoded."""
+    decoded = dict(run)
+    for key in ('filters', 'summary'):
+        decoded[key] = json.loads(run[key]) if run[key] else None
+    return decoded
 
 
 @contextlib.contextmanager

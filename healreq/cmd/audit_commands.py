@@ -132,16 +132,12 @@ def _add_apply_parser(subparsers):
 
 
 def audit_list(conf, argv):
-    store = api.open_audit(conf, read_only=True, check_cells=True)
-    try:
-        runs = store.list_runs(conf.command.limit)
-    finally:
-        store.dispose()
+    runs = api.list_runs(conf, conf.command.limit)
     if conf.command.format == 'json':
         common.emit(json.dumps([_run_dict(r) for r in runs], indent=2))
         return 0
     for run in runs:
-        summary = json.loads(run['summary'] or '{}')
+        summary = run['summary'] or {}
         _emit_line('%s  %s  %-8s exit %s  %s@%s  %s' % (
             run['id'], run['started_at'], run['mode'],
             '-' if run['exit_code'] is None else run['exit_code'],
@@ -165,16 +161,13 @@ def _run_dict(run):
     result = dict(run)
     for key in ('started_at', 'ended_at'):
         result[key] = run[key] and run[key].isoformat()
-    for key in ('filters', 'summary'):
-        result[key] = json.loads(run[key]) if run[key] else None
     return result
 
 
 def _change_dict(change):
     return {key: change[key] for key in (
         'instance_uuid', 'cell_uuid', 'spec_id', 'action', 'state', 'detail',
-        'before_digest', 'after_digest')} | {
-        'fields': json.loads(change['fields']),
+        'before_digest', 'after_digest', 'fields')} | {
         'before': change['before_text'], 'after': change['after_text']}
 
 
@@ -216,21 +209,12 @@ def _change_title(change, fields):
 
 
 def audit_show(conf, argv):
-    store = api.open_audit(conf, read_only=True, check_cells=True)
-    try:
-        run = store.get_run(conf.command.run_id)
-        if run is None:
-            raise exception.InvalidInput('no run %s in the audit store'
-                                         % conf.command.run_id)
-        changes = store.changes(run['id'])
-        findings = store.run_findings(run['id'])
-    finally:
-        store.dispose()
+    shown = api.show_run(conf, conf.command.run_id)
+    run = shown.run
     if conf.command.format == 'json':
         document = _run_dict(run)
-        document['changes'] = [_change_dict(c) for c in changes]
-        document['findings'] = [dict(f, drift=json.loads(f['drift'] or '[]'))
-                                for f in findings]
+        document['changes'] = [_change_dict(c) for c in shown.changes]
+        document['findings'] = shown.findings
         common.emit(json.dumps(document, indent=2))
         return 0
     _emit_line('Run %s (%s) by %s@%s, healreq %s' % (
@@ -239,20 +223,19 @@ def audit_show(conf, argv):
     _emit_line('  command: %s' % run['command'])
     _emit_line('  started %s, ended %s, exit code %s' % (
         run['started_at'], run['ended_at'] or '-', run['exit_code']))
-    _emit_line('  summary: %s' % run['summary'])
-    for finding in findings:
+    _emit_line('  summary: %s' % shown.summary_text)
+    for finding in shown.findings:
         _emit_line('  %-9s %s %s %s' % (
             finding['status'].upper(), finding['instance_uuid'],
             finding['reason'] or '', finding['detail'] or ''))
-    for change in changes:
-        fields = json.loads(change['fields'])
+    for change in shown.changes:
         common.emit('')
         _emit_line('Change %d: instance %s, %s: %s%s' % (
             change['id'], change['instance_uuid'],
-            _change_title(change, fields), change['state'],
+            _change_title(change, change['fields']), change['state'],
             ' (%s)' % change['detail'] if change['detail'] else ''))
         for line in readable_diff(change['before_text'],
-                                  change['after_text'], fields,
+                                  change['after_text'], change['fields'],
                                   change['action']):
             _emit_line('    ' + line)
     return 0

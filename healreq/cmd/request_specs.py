@@ -231,20 +231,15 @@ def _options(conf):
         raise exception.InvalidInput(
             '--fields takes a comma-separated list of %s; got %r'
             % (', '.join(field_checks.FIELD_NAMES), command.fields))
-    return api.Options(
-        dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
-        max_count=command.max_count,
-        batch_size=command.batch_size or conf.healreq.batch_size,
+    return api.Options.from_conf(
+        conf, dry_run=command.dry_run, instance_uuid=instance, cell_uuid=cell,
+        max_count=command.max_count, batch_size=command.batch_size,
         collect_plan=bool(command.plan), sleep=command.sleep,
-        workers=command.workers,
-        max_rate=command.max_rate,
-        target_release=api.target_release(conf, command.target_release),
-        service_down_time=conf.service_down_time,
-        settings=api.settings(conf, command.force, checked,
-                              az_policy=command.az_policy,
-                              hint_policy=command.hint_policy,
-                              flavor_policy=command.flavor_policy,
-                              create_missing=command.create_missing))
+        workers=command.workers, max_rate=command.max_rate,
+        target_release=command.target_release, force=command.force,
+        checked_fields=checked, az_policy=command.az_policy,
+        hint_policy=command.hint_policy, flavor_policy=command.flavor_policy,
+        create_missing=command.create_missing)
 
 
 def run(conf, argv):

@@ -20,6 +20,7 @@ for a batch and gets back a finding and, for drift, the healed spec text.
 import dataclasses
 import datetime
 
+from healreq import conf
 from healreq.heal import field_checks
 from healreq.heal.findings import FieldChange
 from healreq.heal.findings import Finding
@@ -86,7 +87,15 @@ class InstanceRecord:
 
 @dataclasses.dataclass
 class Settings:
-    skip_updated_within: int = 0
+    """How ``evaluate`` decides, for a run.
+
+    A setting read from the configuration defaults to its option's
+    default, as does every setting of the command line to its
+    argument's: ``api.Options.from_conf`` reads the configured values.
+    """
+    # [healreq]/skip_updated_within; --force overrides it.
+    skip_updated_within: int = conf.option(
+        'healreq', 'skip_updated_within').default
     force: bool = False
     checked_fields: tuple = field_checks.FIELD_NAMES
     # --az-policy, --create-missing, [DEFAULT]/default_availability_zone.

@@ -25,7 +25,6 @@ import testscenarios
 import testtools
 
 from healreq import api
-from healreq.heal import decisions
 from healreq.tests import cli
 from healreq.tests.functional import backends
 from healreq.tests.functional import deployments
@@ -96,8 +95,6 @@ class DeploymentTestCase(deployments.DeploymentRows,
         """
         conf = api.load_config([self.config_file])
         self.addCleanup(conf.reset)
-        options.setdefault('settings',
-                           decisions.Settings(skip_updated_within=60))
         kwargs = {'clock': clock} if clock is not None else {}
-        return api.run_request_specs(conf, api.Options(**options),
-                                     **kwargs).report
+        return api.run_request_specs(
+            conf, api.Options.from_conf(conf, **options), **kwargs).report

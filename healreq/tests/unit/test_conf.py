@@ -26,6 +26,7 @@ from healreq.cmd import request_specs
 from healreq import conf as healreq_conf
 from healreq.conf import opts
 from healreq.db import engines
+from healreq import exception
 from healreq.heal import decisions
 from healreq.run import context
 from healreq.run import records
@@ -255,6 +256,49 @@ class DefaultsTest(testtools.TestCase):
         self.assertEqual(
             (self.conf.healreq.batch_size, self.conf.service_down_time),
             (options.batch_size, options.service_down_time))
+
+    def test_decision_settings_default_to_the_options_defaults(self):
+        settings = decisions.Settings()
+        self.assertEqual(
+            (self.conf.healreq.skip_updated_within,
+             self.conf.default_availability_zone),
+            (settings.skip_updated_within, settings.default_zone))
+        self.assertEqual(settings, api.Options.from_conf(self.conf).settings)
+
+    def test_options_from_conf_read_the_configuration(self):
+        # Overrides live on the shared option groups: reset undoes them.
+        self.addCleanup(self.conf.reset)
+        for group, name, value in (('healreq', 'batch_size', 7),
+                                   ('healreq', 'skip_updated_within', 900),
+                                   ('healreq', 'target_release', 'zed'),
+                                   (None, 'service_down_time', 120),
+                                   (None, 'default_availability_zone', 'az1')):
+            self.conf.set_override(name, value, group)
+        options = api.Options.from_conf(self.conf, dry_run=True)
+        self.assertEqual(
+            (True, 7, 120, 'zed', 900, 'az1'),
+            (options.dry_run, options.batch_size, options.service_down_time,
+             options.target_release.codename,
+             options.settings.skip_updated_within,
+             options.settings.default_zone))
+        self.assertEqual(options, api.Options.from_conf(
+            self.conf, dry_run=True, batch_size=None, target_release=None,
+            skip_updated_within=None, force=None))
+
+    def test_options_from_conf_take_the_arguments_over_it(self):
+        self.addCleanup(self.conf.reset)
+        self.conf.set_override('batch_size', 7, 'healreq')
+        self.conf.set_override('target_release', 'zed', 'healreq')
+        options = api.Options.from_conf(
+            self.conf, batch_size=3, target_release='antelope', force=True,
+            checked_fields=('flavor',), skip_updated_within=0)
+        self.assertEqual(
+            (3, '2023.1', True, ('flavor',), 0),
+            (options.batch_size, options.target_release.series,
+             options.settings.force, options.settings.checked_fields,
+             options.settings.skip_updated_within))
+        self.assertRaises(exception.InvalidInput, api.Options.from_conf,
+                          self.conf, target_release='nope')
 
     def test_lower_layers_default_to_the_options_defaults(self):
         self.assertEqual(self.conf.healreq.lock_wait_timeout,
