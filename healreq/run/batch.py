@@ -90,18 +90,27 @@ class BatchHealer(object):
             if self.budget.used_up():
                 processed = position
                 break
-            finding = evaluation.finding
-            if _to_write(evaluation):
-                finding = self._heal_alone(
-                    cell, record, fresh[record.instance['uuid']],
-                    evaluation, out)
-                if finding is None:
-                    processed = position
-                    break
+            finding = self._final_finding(cell, record, fresh, evaluation,
+                                          out)
+            if finding is None:
+                processed = position
+                break
             out.add(finding)
         self.budget.checked(processed)
         out.end_batch()
         return processed
+
+    def _final_finding(self, cell, record, fresh, evaluation, out):
+        """The instance's Finding: as evaluated, or once its write ended.
+
+        ``fresh`` holds the batch's records read again, by uuid. None,
+        touching nothing, when --max-count is used up.
+        """
+        if not _to_write(evaluation):
+            return evaluation.finding
+        return self._heal_alone(cell, record,
+                                fresh[record.instance['uuid']], evaluation,
+                                out)
 
     def _evaluate(self, record, cell, now):
         """``decisions.evaluate``; an unexpected failure is an error."""
