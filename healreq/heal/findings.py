@@ -378,6 +378,48 @@ class Finding:
         return [change.field for change in self.changes if change.rewritten]
 
 
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How the write a finding asked for ended: its final status and why.
+
+    A write made (HEALED), or that a dry run would make (DRIFTED), keeps
+    the finding's reason and detail, which explain the drift. Any other
+    outcome refuses the write and gives its own ``reason`` and
+    ``detail``; ``drop_changes`` when none of the finding's changes was
+    made (the instance is an error), ``notes`` are added to the
+    finding's.
+    """
+    status: Status
+    reason: str = None
+    detail: str = None
+    drop_changes: bool = False
+    notes: tuple = ()
+
+    @property
+    def refused(self):
+        """Whether the write was refused (not made, nor to be made)."""
+        return self.status not in (Status.HEALED, Status.DRIFTED)
+
+
+# The change was written; what a dry run would write.
+WRITTEN = Outcome(Status.HEALED)
+WOULD_WRITE = Outcome(Status.DRIFTED)
+
+
+def settle(finding, outcome):
+    """The Finding ``finding`` becomes once its write ended as ``outcome``.
+
+    The one place where a decided finding takes its final status.
+    """
+    if not outcome.refused:
+        return dataclasses.replace(finding, status=outcome.status)
+    return dataclasses.replace(
+        finding, status=outcome.status, reason=outcome.reason,
+        detail=outcome.detail,
+        changes=[] if outcome.drop_changes else finding.changes,
+        notes=finding.notes + list(outcome.notes))
+
+
 @dataclasses.dataclass
 class CellReport:
     """Per-cell counters, plus the error that stopped the cell, if any."""

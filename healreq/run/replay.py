@@ -34,6 +34,7 @@ from healreq.heal import findings
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import Note
+from healreq.heal.findings import Outcome
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq import releases
@@ -111,20 +112,19 @@ class Replayer(object):
         return self._cells[key]
 
     def _replay(self, change, cell, mapping):
+        """Write ``change`` if it still holds; the instance's Finding."""
         finding = Finding(change.instance_uuid, cell['uuid'] if cell else None,
                           Status.DRIFTED, 'recorded-change',
                           'fields: %s' % ', '.join(change.fields))
         if cell is not None:
             # An insert is written only while the instance is mapped here.
             change = dataclasses.replace(change, cell_id=cell['id'])
-        self.writer.write(change, finding,
-                          lambda: self._decide_again(change, cell, mapping))
-        if finding.status is Status.CONSISTENT:
-            finding.notes.append(Note(finding.reason, finding.detail))
-        return finding
+        outcome = (self._decide_again(change, cell, mapping)
+                   or self.writer.write(change, finding.cell_uuid))
+        return findings.settle(finding, outcome)
 
     def _decide_again(self, change, cell, mapping):
-        """None if ``change`` may be written now, else a Refusal.
+        """None if ``change`` may be written now, else the Outcome instead.
 
         ``cell`` is the cell that ``mapping`` (the instance mapping, or
         None) names.
@@ -132,71 +132,85 @@ class Replayer(object):
         # apply derives the value again, and refuses what it cannot.
         invalid = None if self.rederive else _invalid_record(change)
         if invalid:
-            return spec_writer.Refusal(Status.ERROR, 'audit-record-invalid',
-                                       invalid + '; left alone')
+            return Outcome(Status.ERROR, 'audit-record-invalid',
+                           invalid + '; left alone')
+        current = self._current_spec(change)
+        reverted_by = self._reverted_by(change)
+        settled = self._settled_before(change, cell, current, reverted_by)
+        if settled is not None:
+            return settled
+        if cell is None:
+            return _unmapped(change, mapping, current)
+        refusal = (self._in_flight(change, cell, current)
+                   or self._row_differs(change, current))
+        if refusal is None and self.rederive:
+            return self._derived_again(change, cell)
+        return refusal
+
+    def _current_spec(self, change):
+        """The instance's request_specs row as it is now (None: none)."""
         with exception.reraised_as(exception.ApiDatabaseError):
             with engines.synced_reads(self.context.api_engine) as conn:
-                current = api_queries.get_request_specs(
+                return api_queries.get_request_specs(
                     conn, [change.instance_uuid]).get(change.instance_uuid)
-        reverted_by = self._reverted_by(change)
+
+    def _settled_before(self, change, cell, current, reverted_by):
+        """The Outcome if row ``current`` needs no write any more, or None.
+
+        It was archived with its instance, or already holds the value to
+        write, or an earlier revert (run ``reverted_by``) undid the change.
+        """
         if (cell is None and current is None and reverted_by is None
                 and change.action == spec_writer.DELETE):
             # Not reverted: the archive removed the row with the instance.
             return _archived()
         if _written(current, change):
-            return spec_writer.Refusal(
-                Status.CONSISTENT, 'already-written',
-                self._already_written(reverted_by))
+            return _nothing_to_do('already-written',
+                                  self._already_written(reverted_by))
         if reverted_by is not None and not _holds(current, change):
             # Whatever changed the row since, reverting again cannot
             # help: the run's change was undone once already.
-            return spec_writer.Refusal(
-                Status.CONSISTENT, 'already-reverted',
+            return _nothing_to_do(
+                'already-reverted',
                 'already reverted (by run %s); the row changed since and '
                 'is left alone; nothing to do' % reverted_by)
-        if _own_insert_to_remove(current, change):
-            if cell is None:
-                # An orphan: the row a run inserted for an instance that
-                # was archived meanwhile. Nothing else removes it.
-                return None
-        elif cell is None:
-            if mapping is not None and mapping['cell_id'] is None:
-                # Booting, as a run reports it: an operation in flight.
-                return spec_writer.Refusal(
-                    Status.CONFLICT, 'not-scheduled',
-                    'the instance mapping has no cell yet; left alone')
-            if current is None and change.action != spec_writer.INSERT:
-                return _archived()
-            return spec_writer.Refusal(Status.ERROR, 'instance-not-mapped',
-                                       'no instance mapping with a cell')
+        return None
+
+    def _in_flight(self, change, cell, current):
+        """The refusal while the instance forbids a write now, or None.
+
+        The instance is deleted, or an operation is in flight (the skip
+        rules of a heal). The unchanged row a run inserted for a deleted
+        instance is removed all the same.
+        """
         try:
             busy = self._busy(change, cell)
         except exception.CellDatabaseError as exc:
-            return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
-                                       str(exc))
-        if busy and busy[0] == 'instance-deleted' and _own_insert_to_remove(
-                current, change):
+            return Outcome(Status.ERROR, 'cell-unreachable', str(exc))
+        if not busy:
+            return None
+        code, detail = busy
+        if code != 'instance-deleted':
+            return Outcome(Status.CONFLICT, code, detail)
+        if _own_insert_to_remove(current, change):
             # Nova leaves the row of a deleted instance to the archive;
             # the unchanged row the run inserted goes now.
-            busy = None
-        if busy:
-            code, detail = busy
-            status = (Status.SKIPPED if code == 'instance-deleted'
-                      else Status.CONFLICT)
-            return spec_writer.Refusal(status, code, detail)
+            return None
+        return Outcome(Status.SKIPPED, code, detail)
+
+    def _row_differs(self, change, current):
+        """The refusal if row ``current`` is not the one recorded, or None."""
         if (self.rederive and current is not None
                 and change.action == spec_writer.UPDATE
                 and current['id'] != change.spec_id):
-            return spec_writer.Refusal(
+            return Outcome(
                 Status.ERROR, 'plan-spec-id-mismatch',
                 'the plan names request_specs row %s; the instance\'s row '
                 'is %s; left alone' % (change.spec_id, current['id']))
         if not _holds(current, change):
-            return spec_writer.Refusal(
+            return Outcome(
                 Status.CONFLICT, 'spec-changed',
                 'the spec no longer holds the recorded value; left alone')
-        if self.rederive:
-            return self._derived_again(change, cell)
         return None
 
     def _reverted_by(self, change):
@@ -235,42 +249,39 @@ class Replayer(object):
         """None if a heal of the instance now writes ``change.after``.
 
         The decision is the heal's own, on the instance's current records
-        and row, for the fields the change names.
+        and row, for the fields the change names; else the refusal.
         """
-        fields = tuple(change.fields)
-        settings = dataclasses.replace(self.settings, checked_fields=fields)
-        if change.action == spec_writer.INSERT:
-            fields = field_checks.FIELD_NAMES
-            settings = dataclasses.replace(self.settings, create_missing=True,
-                                           checked_fields=fields)
-        elif not fields or not set(fields) <= set(field_checks.FIELD_NAMES):
+        if change.action != spec_writer.INSERT and not _known_fields(
+                change.fields):
             return _not_derived('the plan names fields %s'
-                                % ', '.join(map(str, fields)))
+                                % ', '.join(map(str, change.fields)))
+        fields, settings = self._heal_settings(change)
         try:
             found = records.read_instance(
                 self.context.api_engine, self.context.cell_engine(cell),
                 change.instance_uuid, fields, self.context.hinted_instances)
         except exception.DB_ERRORS as exc:
-            return spec_writer.Refusal(Status.ERROR, 'cell-unreachable',
-                                       str(records.cell_error(cell, exc)))
+            return Outcome(Status.ERROR, 'cell-unreachable',
+                           str(records.cell_error(cell, exc)))
         if not found:
-            return spec_writer.Refusal(Status.SKIPPED, 'instance-deleted',
-                                       'the instance is gone')
+            return Outcome(Status.SKIPPED, 'instance-deleted',
+                           'the instance is gone')
         again = decisions.evaluate(found[0], cell, self.context.clock(),
                                    settings, self.context.profile)
-        finding = again.finding
-        if finding.status in (Status.ERROR, Status.SKIPPED):
-            status = (Status.ERROR if finding.status is Status.ERROR
-                      else Status.CONFLICT)
-            return spec_writer.Refusal(status, finding.reason,
-                                       finding.detail)
-        if again.new_spec is None:
-            return _not_derived('the spec is consistent with the instance '
-                                'now')
-        if again.new_spec != change.after:
-            return _not_derived(_mismatch(change.after,
-                                          change.instance_uuid))
-        return None
+        return _unlike_the_heal(again, change)
+
+    def _heal_settings(self, change):
+        """The fields a heal of ``change``'s instance reads, its Settings.
+
+        Those the change names; a recreated spec is all of them.
+        """
+        if change.action == spec_writer.INSERT:
+            return field_checks.FIELD_NAMES, dataclasses.replace(
+                self.settings, create_missing=True,
+                checked_fields=field_checks.FIELD_NAMES)
+        fields = tuple(change.fields)
+        return fields, dataclasses.replace(self.settings,
+                                           checked_fields=fields)
 
     def _busy(self, change, cell):
         """The skip rule that forbids writing now, as (code, detail)."""
@@ -333,10 +344,54 @@ def _not_the_spec_of(text, instance_uuid):
     return None
 
 
+def _unmapped(change, mapping, current):
+    """The refusal of ``change`` when no cell holds its instance, or None.
+
+    The unchanged row a run inserted for an instance archived meanwhile
+    (an orphan) is removed: nothing else removes it. ``mapping`` is the
+    instance mapping (None if there is none), ``current`` the spec row.
+    """
+    if _own_insert_to_remove(current, change):
+        return None
+    if mapping is not None and mapping['cell_id'] is None:
+        # Booting, as a run reports it: an operation in flight.
+        return Outcome(Status.CONFLICT, 'not-scheduled',
+                       'the instance mapping has no cell yet; left alone')
+    if current is None and change.action != spec_writer.INSERT:
+        return _archived()
+    return Outcome(Status.ERROR, 'instance-not-mapped',
+                   'no instance mapping with a cell')
+
+
+def _known_fields(fields):
+    """Whether ``fields`` are some of the fields a heal checks."""
+    return bool(fields) and set(fields) <= set(field_checks.FIELD_NAMES)
+
+
+def _unlike_the_heal(again, change):
+    """Why evaluation ``again`` does not write ``change.after``, or None."""
+    finding = again.finding
+    if finding.status in (Status.ERROR, Status.SKIPPED):
+        status = (Status.ERROR if finding.status is Status.ERROR
+                  else Status.CONFLICT)
+        return Outcome(status, finding.reason, finding.detail)
+    if again.new_spec is None:
+        return _not_derived('the spec is consistent with the instance now')
+    if again.new_spec != change.after:
+        return _not_derived(_mismatch(change.after, change.instance_uuid))
+    return None
+
+
+def _nothing_to_do(reason, detail):
+    """The Outcome of a change the row needs no more: a notice."""
+    return Outcome(Status.CONSISTENT, reason, detail,
+                   notes=(Note(reason, detail),))
+
+
 def _archived():
     """The refusal of a change whose instance was archived."""
     # nova-manage db archive_deleted_rows removes both.
-    return spec_writer.Refusal(
+    return Outcome(
         Status.SKIPPED, 'instance-deleted',
         'the instance was deleted and archived: it has no instance mapping '
         'and no request_specs row any more')
@@ -351,7 +406,7 @@ def _own_insert_to_remove(current, change):
 
 
 def _not_derived(why):
-    return spec_writer.Refusal(
+    return Outcome(
         Status.ERROR, 'change-not-derived',
         '%s: the plan\'s new value is not what a heal writes now; left '
         'alone, write a new plan' % why)

@@ -16,11 +16,10 @@
 Per cell, live instances are read in keyset-paginated batches; each batch
 costs one query per table in the cell and in the API database, whatever
 its size, and is read by a process of its own while the walk evaluates
-the batches read before (``reader``). Decisions are delegated to
-``decisions``; a write re-reads the instance, re-decides, and swaps the
-spec only if the row still holds the text that was read (``writer``).
-The walk takes the next page from the reader while a batch's instances
-to write are read again.
+the batches read before (``reader``). Each batch is decided and written
+by the ``batch`` module's BatchHealer, and its findings go where
+``cell_findings`` sends them. The walk takes the next page from the
+reader while a batch's instances to write are read again.
 The databases and the release come from the run's ``context``,
 --max-count and the pace from its ``budget``.
 """
@@ -32,13 +31,12 @@ from oslo_log import log as logging
 from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq import exception
-from healreq.heal import decisions
-from healreq.heal import findings
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
-from healreq import masking
+from healreq.run import batch as batches
+from healreq.run import cell_findings
 from healreq.run import parallel
 from healreq.run import readahead
 from healreq.run import reader
@@ -46,38 +44,6 @@ from healreq.run import records
 from healreq.run import writer as spec_writer
 
 LOG = logging.getLogger(__name__)
-
-# Findings are written to the audit store in chunks of this many: one
-# commit (and its fsyncs) per chunk rather than per batch.
-FINDINGS_CHUNK = 1000
-
-
-class _FindingsLog(object):
-    """A cell's findings on their way to the audit store, in chunks.
-
-    A store that refuses findings stops their recording, not the run
-    (see findings.record): the error goes to ``sink`` (a RunReport).
-    """
-
-    def __init__(self, audit, run_id, sink):
-        self._audit = audit
-        self._run_id = run_id
-        self._sink = sink
-        self._pending = []
-
-    def add(self, listed):
-        if self._audit is None or self._sink.audit_error is not None:
-            return
-        self._pending.extend(listed)
-        if len(self._pending) >= FINDINGS_CHUNK:
-            self.flush()
-
-    def flush(self):
-        pending, self._pending = self._pending, []
-        if not pending or self._sink.audit_error is not None:
-            return
-        # A refusal becomes the sink's audit_error: the run prints it once.
-        findings.record(self._audit, self._run_id, pending, self._sink)
 
 
 class Walker(object):
@@ -103,9 +69,13 @@ class Walker(object):
         self.stop_check = _no_stop
         self.report = RunReport(dry_run=options.dry_run)
         self._reader = None
+        self._batches = None
 
     def run(self):
         """Process every selected cell; return the RunReport."""
+        self._batches = batches.BatchHealer(
+            self.context, self.options, self.budget, self.writer,
+            self.stop_check)
         cells = self.context.select_cells(self.options.instance_uuid,
                                           self.options.cell_uuid)
         with self._reading_ahead(cells):
@@ -212,9 +182,13 @@ class Walker(object):
         except exception.CellDatabaseError as exc:
             self._cell_failed(cell, report, exc)
             return
-        log = _FindingsLog(self.audit, self.run_id, sink)
+        log = cell_findings.FindingsLog(self.audit, self.run_id, sink)
+        out = cell_findings.CellFindings(report, sink, log)
         try:
-            self._walk_cell(cell, engine, report, sink, log)
+            if self.options.instance_uuid:
+                self._walk_instance(cell, engine, out)
+            else:
+                self._walk_pages(cell, engine, out)
         except exception.DB_ERRORS as exc:
             self._cell_failed(cell, report, records.cell_error(cell, exc))
         except exception.CellDatabaseError as exc:
@@ -228,22 +202,23 @@ class Walker(object):
         LOG.error('Cell %s(%s): %s', cell['uuid'], cell['name'],
                   report.error)
 
-    def _walk_cell(self, cell, engine, report, sink, log):
-        checked = self.options.settings.read_fields
-        if self.options.instance_uuid:
-            found = records.read_instance(self.context.api_engine, engine,
-                                          self.options.instance_uuid,
-                                          checked,
-                                          self.context.hinted_instances)
-            if not found:
-                self._process_elsewhere(cell, sink, log)
-                return
-            self._process_batch(cell, engine, found, report, sink, log)
-            return
+    def _walk_instance(self, cell, engine, out):
+        """Process --instance, in ``cell`` if it holds it, else elsewhere."""
+        found = records.read_instance(self.context.api_engine, engine,
+                                      self.options.instance_uuid,
+                                      self.options.settings.read_fields,
+                                      self.context.hinted_instances)
+        if found:
+            self._batches.process(cell, engine, found, out)
+        else:
+            self._process_elsewhere(cell, out)
+
+    def _walk_pages(self, cell, engine, out):
+        """Process the cell's live instances, a batch per page read."""
         total = None
         if self.progress is not None:
             total = self._read(engine, cell_queries.count_live_instances)
-            self.progress(cell, report, total)
+            self.progress(cell, out.report, total)
         fields = self.options.settings.read_fields
         with self._cell_pages(cell, fields) as pages:
             pages = iter(pages)
@@ -252,32 +227,40 @@ class Walker(object):
                 batch = records.assemble_records(
                     self.context.api_engine, page, fields,
                     self.context.hinted_instances)
-                begun = self._begin_batch(cell, engine, batch)
+                begun = self._batches.begin(cell, engine, batch)
                 # The next page is received while the database reads this
                 # batch's instances to write again.
                 try:
                     page = next(pages, None)
                 except Exception as exc:
                     page = exc  # raised once this batch is done
-                processed = self._finish_batch(cell, batch, begun, report,
-                                               sink, log)
+                processed = self._batches.finish(cell, batch, begun, out)
                 if self.progress is not None:
-                    self.progress(cell, report, total)
+                    self.progress(cell, out.report, total)
                 self.stop_check()
                 self.budget.pause()
-                if processed < len(batch):
-                    sink.more_remain = True
-                    return
-                if self.budget.used_up():
-                    with engine.connect() as conn:
-                        sink.more_remain = cell_queries.has_instances_after(
-                            conn, batch[-1].instance['id'])
+                if self._stopped_in(engine, batch, processed, out.sink):
                     return
                 if isinstance(page, Exception):
                     raise page
                 # Let go of this batch before the next is assembled, or
                 # the walk would hold two batches of parsed specs at once.
                 batch = begun = None
+
+    def _stopped_in(self, engine, batch, processed, sink):
+        """Whether --max-count stops the cell's walk after ``batch``.
+
+        If so, ``sink`` (a RunReport) learns whether instances remain.
+        """
+        if processed < len(batch):
+            sink.more_remain = True
+            return True
+        if not self.budget.used_up():
+            return False
+        with engine.connect() as conn:
+            sink.more_remain = cell_queries.has_instances_after(
+                conn, batch[-1].instance['id'])
+        return True
 
     def _cell_pages(self, cell, fields):
         """A context manager: the cell's pages, read by a child process.
@@ -296,12 +279,13 @@ class Walker(object):
                 return query(conn)
         return readahead.interruptible(read, self.stop_check)
 
-    def _process_elsewhere(self, mapped_cell, sink, log):
+    def _process_elsewhere(self, mapped_cell, out):
         """Process --instance in the cell that holds it, not the mapped one.
 
         A full run reports such an instance where its row is, as an error
         (``instance-mapped-elsewhere``); so does --instance. Cells that
         cannot be read are passed over. InvalidInput if no cell holds it.
+        ``out`` is the CellFindings of the mapped cell.
         """
         uuid = self.options.instance_uuid
         for cell in self.context.cells():
@@ -319,10 +303,10 @@ class Walker(object):
                 continue
             if found:
                 report = CellReport(uuid=cell['uuid'], name=cell['name'])
-                sink.cells.append(report)
+                out.sink.cells.append(report)
                 try:
-                    self._process_batch(cell, engine, found, report, sink,
-                                        log)
+                    self._batches.process(cell, engine, found, out.elsewhere(
+                        report))
                 finally:
                     self.context.release(cell)
                 return
@@ -345,159 +329,6 @@ class Walker(object):
                 self.context.release(cell)
         return False
 
-    # -- per batch ---------------------------------------------------------
-
-    def _process_batch(self, cell, engine, batch, report, sink, log):
-        """Evaluate and heal a batch; return how many were processed.
-
-        Findings go to ``sink`` (a RunReport) and ``log`` (_FindingsLog).
-        """
-        return self._finish_batch(cell, batch,
-                                  self._begin_batch(cell, engine, batch),
-                                  report, sink, log)
-
-    def _begin_batch(self, cell, engine, batch):
-        """Evaluate a batch and start reading its instances to write again.
-
-        Returns ``(evaluations, future of the fresh records)`` for
-        ``_finish_batch``.
-        """
-        now = self.context.clock()
-        evaluations = [self._evaluate(record, cell, now) for record in batch]
-        # Instances about to be written are read again, all at once, right
-        # before their writes: a decision is only acted upon if it still
-        # holds for the records as they are now. A dry run does the same,
-        # so that it reports what a heal would do.
-        to_write = [record for record, evaluation in zip(batch, evaluations)
-                    if _to_write(evaluation)]
-        fresh = readahead.started(
-            lambda: records.reread(engine, to_write,
-                                   self.options.settings.read_fields)
-        ) if to_write else None
-        return evaluations, fresh
-
-    def _finish_batch(self, cell, batch, begun, report, sink, log):
-        """Heal and report a batch begun by ``_begin_batch``.
-
-        Returns how many of its instances were processed.
-        """
-        evaluations, future = begun
-        fresh = readahead.waited(future, self.stop_check) if future else {}
-        processed = len(batch)
-        listed = []
-        for position, (record, evaluation) in enumerate(
-                zip(batch, evaluations)):
-            if self.budget.used_up():
-                processed = position
-                break
-            finding = evaluation.finding
-            if _to_write(evaluation) and not self._heal_alone(
-                    cell, record, fresh[record.instance['uuid']],
-                    evaluation, sink):
-                processed = position
-                break
-            report.count(finding)
-            findings.keep(finding, listed, sink.notices,
-                          sink.outdated_flavors)
-        self.budget.checked(processed)
-        sink.findings.extend(listed)
-        log.add(listed)
-        return processed
-
-    def _evaluate(self, record, cell, now):
-        """``decisions.evaluate``; an unexpected failure is an error."""
-        try:
-            return decisions.evaluate(record, cell, now,
-                                      self.options.settings,
-                                      self.context.profile)
-        except Exception as exc:
-            return decisions.Evaluation(_failed(
-                Finding(instance_uuid=record.instance['uuid'],
-                        cell_uuid=cell['uuid'], status=Status.ERROR),
-                exc))
-
-    # -- writing -----------------------------------------------------------
-
-    def _heal_alone(self, cell, record, fresh, evaluation, sink):
-        """``_heal``; an unexpected failure fails this instance only.
-
-        Errors that end the run (the API database or the audit store
-        failing) are raised as they are.
-        """
-        try:
-            return self._heal(cell, record, fresh, evaluation, sink)
-        except exception.HealreqError:
-            raise
-        except Exception as exc:
-            _failed(evaluation.finding, exc)
-            return True
-
-    def _heal(self, cell, record, fresh, evaluation, sink):
-        """Write the healed spec, deciding again on ``fresh``.
-
-        Returns False, touching nothing, when --max-count is used up.
-        """
-        finding = evaluation.finding
-        if record.spec_row is None:
-            change = spec_writer.Change(
-                instance_uuid=finding.instance_uuid, spec_id=None,
-                fields=finding.rewritten, before=None,
-                after=evaluation.new_spec,
-                action=spec_writer.INSERT, cell_id=cell['id'])
-        else:
-            change = spec_writer.Change(
-                instance_uuid=finding.instance_uuid,
-                spec_id=record.spec_row['id'], fields=finding.rewritten,
-                before=record.spec_row['spec'], after=evaluation.new_spec)
-        if not self.writer.write(
-                change, finding,
-                lambda: self._decide_again(cell, fresh, evaluation),
-                take=self.budget.take, give_back=self.budget.give_back):
-            return False
-        if finding.status is Status.HEALED:
-            LOG.info('Healed request spec of instance %s: %s',
-                     finding.instance_uuid,
-                     '; '.join(str(c) for c in finding.changes))
-        elif (finding.status is Status.DRIFTED
-              and self.options.collect_plan):
-            sink.planned.append((finding, record.spec_row,
-                                 evaluation.new_spec))
-        return True
-
-    def _decide_again(self, cell, fresh, evaluation):
-        """None if the fresh records lead to the same new spec.
-
-        If not, a Refusal: the finding becomes a conflict.
-        """
-        again = decisions.evaluate(fresh, cell, self.context.clock(),
-                                   self.options.settings,
-                                   self.context.profile)
-        if again.new_spec == evaluation.new_spec:
-            return None
-        return spec_writer.Refusal(
-            Status.CONFLICT, 'instance-changed',
-            'the instance changed while it was being checked (now: %s%s); '
-            'left alone' % (again.finding.status.value,
-                            ', %s' % again.finding.reason
-                            if again.finding.reason else ''))
-
 
 def _no_stop():
     pass
-
-
-def _to_write(evaluation):
-    """Whether the evaluation asks for a write (not a report-only drift)."""
-    return (evaluation.finding.status is Status.DRIFTED
-            and evaluation.new_spec is not None)
-
-
-def _failed(finding, exc):
-    """Make ``finding`` an ``internal-error`` caused by ``exc``."""
-    LOG.exception('Instance %s: unexpected error', finding.instance_uuid)
-    finding.status = Status.ERROR
-    finding.reason = 'internal-error'
-    finding.detail = masking.mask_password('%s: %s' % (
-        type(exc).__name__, exception.first_line(exc)))
-    finding.changes = []
-    return finding

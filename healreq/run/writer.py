@@ -15,12 +15,17 @@
 
 Heal, revert and apply all write through ``SpecWriter.write``:
 
-1. decide again, on the rows as they are now, that the change still
-   holds (each command brings its own decision);
-2. record the intent (before and after values) in the audit store;
-3. compare-and-swap the row: it is written only if it still holds the
-   exact text that was read;
-4. mark the intent applied or refused, unless it is no longer pending.
+1. the caller decides again, on the rows as they are now, that the
+   change still holds (each command brings its own decision), and
+   writes only if it does;
+2. the intent (before and after values) is recorded in the audit store;
+3. the row is compared and swapped: it is written only if it still holds
+   the exact text that was read;
+4. the intent is marked applied or refused, unless it is no longer
+   pending.
+
+``write`` returns how the write ended, a ``findings.Outcome``, which
+``findings.settle`` turns into the finding's final status.
 
 An intent is settled once. If another invocation's recovery settled it
 first (a release that did not know the run was alive), the recorded state
@@ -38,6 +43,8 @@ from healreq.audit import store as audit_store
 from healreq.db import api_queries
 from healreq.db import engines
 from healreq import exception
+from healreq.heal import findings
+from healreq.heal.findings import Outcome
 from healreq.heal.findings import Status
 from healreq import masking
 
@@ -126,21 +133,12 @@ class Change:
             spec_id=None if action == INSERT else spec_id or self.spec_id)
 
 
-@dataclasses.dataclass(frozen=True)
-class Refusal:
-    """Why a change is not written: the finding's new status and reason."""
-    status: Status
-    reason: str
-    detail: str
-
-
 class SpecWriter(object):
     """Writes spec changes of run ``run_id`` into the API database.
 
     ``audit`` (an AuditStore, or None to record nothing) receives each
     intent before its write; ``clock`` gives the written updated_at. In
-    a dry run, the decision is taken again but nothing is recorded or
-    written.
+    a dry run, nothing is recorded or written.
     """
 
     def __init__(self, api_engine, clock, audit=None, run_id=None,
@@ -156,63 +154,24 @@ class SpecWriter(object):
         self._clock = clock
         self._spec_changed_detail = spec_changed_detail
 
-    def write(self, change, finding, decide_again, take=None,
-              give_back=None):
-        """Write ``change`` for ``finding``; False if out of budget.
+    def write(self, change, cell_uuid, budget=None):
+        """Write ``change``, of an instance of cell ``cell_uuid``.
 
-        ``decide_again()`` returns None if the change still holds, or a
-        Refusal that becomes the finding's outcome. ``take()`` reserves
-        one write of a budget (--max-count): when it returns False,
-        nothing is touched and False is returned; ``give_back()``
-        returns the reservation of a write that was refused. The
-        finding ends HEALED, or CONFLICT ``spec-changed`` if the row
-        changed; in a dry run it is left as it is.
+        The caller has decided again that the change still holds. Returns
+        the findings.Outcome: WRITTEN, WOULD_WRITE in a dry run, or the
+        refusal (the row changed, or the write failed for this change
+        alone). ``budget`` (a Budget: --max-count), if given, reserves
+        the write first and takes back the reservation of a refused one;
+        None, touching nothing, when it is used up.
         """
-        refusal = decide_again()
-        if refusal is not None:
-            finding.status = refusal.status
-            finding.reason = refusal.reason
-            finding.detail = refusal.detail
-            return True
-        if take is not None and not take():
-            return False
+        if budget is not None and not budget.take():
+            return None
         if self.dry_run:
-            return True
-        change_id = None
-        if self.audit is not None:
-            change_id = self.audit.intent(
-                self.run_id, change.instance_uuid, finding.cell_uuid,
-                change.spec_id, change.fields, change.before, change.after,
-                action=change.action)
-        try:
-            swapped, spec_id, refusal = self._swap_until_settled(change)
-        except exception.DB_ERRORS as exc:
-            if exception.is_lock_wait_timeout(exc):
-                self._row_locked(change_id, finding, give_back)
-            else:
-                self._swap_failed(change, change_id, finding, exc,
-                                  give_back)
-            return True
-        # The audit records why the mapping forbade an insert.
-        audit_detail = None if refusal is None else refusal.detail
-        if refusal is None:
-            refusal = Refusal(Status.CONFLICT, 'spec-changed',
-                              self._spec_changed_detail
-                              if change.action != INSERT
-                              else SPEC_APPEARED_DETAIL)
-        detail = refusal.detail
-        if change_id is not None:
-            swapped, detail = self._resolve(change_id, change, swapped,
-                                            spec_id, detail, audit_detail)
-        if swapped:
-            finding.status = Status.HEALED
-        else:
-            if give_back is not None:
-                give_back()
-            finding.status = refusal.status
-            finding.reason = refusal.reason
-            finding.detail = detail
-        return True
+            return findings.WOULD_WRITE
+        outcome = self._record_and_swap(change, cell_uuid)
+        if outcome.refused and budget is not None:
+            budget.give_back()
+        return outcome
 
     def check_writable(self, actions=(UPDATE,)):
         """Raise ApiDatabaseError unless request_specs may be written.
@@ -241,7 +200,37 @@ class SpecWriter(object):
                     % (action.upper(), exception.describe_db_error(exc))
                 ) from exc
 
-    def _row_locked(self, change_id, finding, give_back):
+    def _record_and_swap(self, change, cell_uuid):
+        """Record the intent, swap the row, mark the intent; the Outcome."""
+        change_id = None
+        if self.audit is not None:
+            change_id = self.audit.intent(
+                self.run_id, change.instance_uuid, cell_uuid,
+                change.spec_id, change.fields, change.before, change.after,
+                action=change.action)
+        try:
+            swapped, spec_id, refusal = self._swap_until_settled(change)
+        except exception.DB_ERRORS as exc:
+            if exception.is_lock_wait_timeout(exc):
+                return self._row_locked(change_id)
+            return self._swap_failed(change, change_id, exc)
+        if swapped:
+            outcome = findings.WRITTEN
+        else:
+            outcome = refusal or self._row_changed(change)
+        if change_id is None:
+            return outcome
+        # The audit records why the mapping forbade an insert.
+        return self._mark_intent(change_id, change, spec_id, outcome,
+                                 None if refusal is None else refusal.detail)
+
+    def _row_changed(self, change):
+        """The refusal of a change whose row changed, or appeared."""
+        return Outcome(Status.CONFLICT, 'spec-changed',
+                       self._spec_changed_detail
+                       if change.action != INSERT else SPEC_APPEARED_DETAIL)
+
+    def _row_locked(self, change_id):
         """Settle a swap that waited too long for another session's lock.
 
         Someone else is writing the row: this is a concurrent change,
@@ -250,14 +239,10 @@ class SpecWriter(object):
         if change_id is not None:
             self.audit.resolve(change_id, audit_store.REFUSED,
                                detail=SPEC_LOCKED_DETAIL)
-        if give_back is not None:
-            give_back()
-        finding.status = Status.CONFLICT
-        finding.reason = 'spec-locked'
-        finding.detail = SPEC_LOCKED_DETAIL
+        return Outcome(Status.CONFLICT, 'spec-locked', SPEC_LOCKED_DETAIL)
 
-    def _swap_failed(self, change, change_id, finding, exc, give_back):
-        """Settle a compare-and-swap that raised ``exc``.
+    def _swap_failed(self, change, change_id, exc):
+        """Settle a compare-and-swap that raised ``exc``; the Outcome.
 
         The row is read again, on a fresh connection. If that fails too,
         or the account lacks a privilege, the API database is what failed
@@ -280,18 +265,14 @@ class SpecWriter(object):
             self.audit.resolve(change_id, audit_store.APPLIED if applied
                                else audit_store.REFUSED, detail=message)
         if applied:
-            finding.status = Status.HEALED
-            return
-        if give_back is not None:
-            give_back()
-        finding.status = Status.ERROR
-        finding.reason = 'write-failed'
-        finding.detail = 'the compare-and-swap failed: %s' % message
-        finding.changes = []
+            return findings.WRITTEN
+        return Outcome(Status.ERROR, 'write-failed',
+                       'the compare-and-swap failed: %s' % message,
+                       drop_changes=True)
 
-    def _resolve(self, change_id, change, swapped, spec_id, detail,
-                 audit_detail=None):
-        """Mark the intent; return (written, detail) as the audit agrees.
+    def _mark_intent(self, change_id, change, spec_id, outcome,
+                     audit_detail):
+        """Mark the intent as ``outcome`` says; the Outcome the audit agrees.
 
         ``audit_detail`` is recorded with the intent's state.
 
@@ -299,23 +280,26 @@ class SpecWriter(object):
         a write recorded as not applied is undone (compare-and-swap from
         the after text back to the before text), so the row agrees.
         """
-        state = audit_store.APPLIED if swapped else audit_store.REFUSED
+        state = (audit_store.REFUSED if outcome.refused
+                 else audit_store.APPLIED)
         if self.audit.resolve(change_id, state, spec_id=spec_id,
                               detail=audit_detail):
-            return swapped, detail
+            return outcome
         recorded, _ = self.audit.change_state(change_id)
         if recorded == state:
-            return swapped, detail
-        if not swapped:
+            return outcome
+        if outcome.refused:
             # The row held the after text, written by someone else: this
             # run wrote nothing, which is what it reports.
-            return False, SETTLED_ELSEWHERE_DETAIL % (
-                recorded, 'this run wrote nothing')
+            return dataclasses.replace(
+                outcome, detail=SETTLED_ELSEWHERE_DETAIL % (
+                    recorded, 'this run wrote nothing'))
         with exception.reraised_as(exception.ApiDatabaseError):
             undone, _, _ = self._swap_until_settled(change.inverse(spec_id))
-        return False, SETTLED_ELSEWHERE_DETAIL % (
-            recorded, 'the write was undone' if undone else
-            'the row changed again after the write')
+        return dataclasses.replace(
+            self._row_changed(change), detail=SETTLED_ELSEWHERE_DETAIL % (
+                recorded, 'the write was undone' if undone else
+                'the row changed again after the write'))
 
     def _swap_until_settled(self, change):
         """``_swap``, again after each collision that left the row as read.
@@ -347,7 +331,7 @@ class SpecWriter(object):
             if left <= 0:
                 LOG.warning(COLLIDED_LOG + 'for %d s; left alone',
                             change.instance_uuid, attempt, self.retry_within)
-                return False, change.spec_id, Refusal(
+                return False, change.spec_id, Outcome(
                     Status.CONFLICT, 'spec-contended',
                     SPEC_CONTENDED_DETAIL % self.retry_within)
             LOG.warning(COLLIDED_LOG + 'while the row held what was read; '
@@ -398,16 +382,16 @@ def unmapped_refusal(mapping, cell_id):
     there is none, as after nova-manage db archive_deleted_rows).
     """
     if mapping is None:
-        return Refusal(Status.SKIPPED, 'instance-deleted',
+        return Outcome(Status.SKIPPED, 'instance-deleted',
                        INSTANCE_ARCHIVED_DETAIL)
     if mapping['queued_for_delete']:
-        return Refusal(Status.SKIPPED, 'queued-for-delete',
+        return Outcome(Status.SKIPPED, 'queued-for-delete',
                        INSTANCE_QUEUED_DETAIL)
     if mapping['cell_id'] != cell_id:
-        return Refusal(Status.CONFLICT, 'instance-changed',
+        return Outcome(Status.CONFLICT, 'instance-changed',
                        INSTANCE_MOVED_DETAIL % mapping['cell_id'])
     # The mapping allows the insert now: it changed during the statement.
-    return Refusal(Status.CONFLICT, 'instance-changed',
+    return Outcome(Status.CONFLICT, 'instance-changed',
                    'the instance mapping changed while the spec was '
                    'recreated; left alone, run again to re-check')
 

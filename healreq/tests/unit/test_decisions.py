@@ -813,3 +813,42 @@ class PropagatedFlavorTest(testtools.TestCase):
         current = _evaluate(self._record(self.CHANGED, self.CHANGED),
                             checked_fields=('image',))
         self.assertIsNone(current.finding.flavor_outdated)
+
+
+class SettleTest(testtools.TestCase):
+    """How the outcome of a write gives a finding its final status."""
+
+    def drifted(self):
+        return findings.Finding(
+            INSTANCE_UUID, CELL['uuid'], Status.DRIFTED, 'spec-drift',
+            'the flavor changed',
+            changes=[findings.FieldChange('flavor', 'a', 'b')])
+
+    def test_a_write_keeps_the_explanation_of_the_drift(self):
+        for outcome in (findings.WRITTEN, findings.WOULD_WRITE):
+            drifted = self.drifted()
+            settled = findings.settle(drifted, outcome)
+            self.assertEqual(
+                (outcome.status, 'spec-drift', 'the flavor changed',
+                 drifted.changes),
+                (settled.status, settled.reason, settled.detail,
+                 settled.changes))
+
+    def test_a_refusal_gives_its_own_reason(self):
+        drifted = self.drifted()
+        settled = findings.settle(drifted, findings.Outcome(
+            Status.CONFLICT, 'spec-changed', 'the row changed'))
+        self.assertEqual(
+            (Status.CONFLICT, 'spec-changed', 'the row changed', ['flavor']),
+            (settled.status, settled.reason, settled.detail, settled.drift))
+        # The finding that was decided is left as it was.
+        self.assertEqual(Status.DRIFTED, drifted.status)
+
+    def test_an_error_drops_the_changes_and_notes_are_added(self):
+        note = findings.Note('already-written', 'nothing to do')
+        error = findings.settle(self.drifted(), findings.Outcome(
+            Status.ERROR, 'write-failed', 'too long', drop_changes=True))
+        noticed = findings.settle(self.drifted(), findings.Outcome(
+            Status.CONSISTENT, 'already-written', 'nothing to do',
+            notes=(note,)))
+        self.assertEqual(([], [note]), (error.changes, noticed.notes))
