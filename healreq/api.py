@@ -35,36 +35,29 @@ subclasses, each with its exit code and the component that failed.
 import contextlib
 import dataclasses
 import json
-import os
 import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
-import sqlalchemy
-import sqlalchemy.engine
-import sqlalchemy.exc
 
 from healreq.audit import plan
-from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
 from healreq import clock as clock_module
 from healreq import conf as healreq_conf
-from healreq.db import api_queries
 from healreq.db import engines
-from healreq.db import urls
 from healreq import exception
 from healreq.exception import ExitCode
 from healreq.heal import decisions
 from healreq.heal.findings import RunReport
-from healreq.heal.findings import Status
-from healreq import masking
 from healreq import metrics
 from healreq import policies
 from healreq.protected import Protected
 from healreq import releases
 from healreq.run import allocation_walk
+from healreq.run import audited
 from healreq.run import budget
 from healreq.run import context
+from healreq.run import databases
 from healreq.run import replay
 from healreq.run import walker
 from healreq.run import writer
@@ -158,17 +151,9 @@ def _settings_from_conf(conf, chosen):
     return decisions.Settings(**values)
 
 
-@dataclasses.dataclass
-class RunResult:
-    """The outcome of one run.
-
-    ``problems`` are one-line messages about files the run could not
-    write (plan, metrics); they are already counted in ``exit_code``.
-    """
-    run_id: str
-    report: RunReport
-    exit_code: ExitCode
-    problems: list = dataclasses.field(default_factory=list)
+# The outcome of a recorded run, and the exit code of a report.
+RunResult = audited.RunResult
+exit_code_for = audited.exit_code_for
 
 
 def load_config(config_files=()):
@@ -181,20 +166,6 @@ def load_config(config_files=()):
     conf(args=[], default_config_files=list(config_files))
     healreq_conf.check(conf)
     return conf
-
-
-def exit_code_for(report):
-    """Map a RunReport to the exit code of the most severe outcome."""
-    statuses = {finding.status for finding in report.findings}
-    if Status.ERROR in statuses or any(c.error for c in report.cells):
-        return ExitCode.NEEDS_ATTENTION
-    if Status.CONFLICT in statuses:
-        return ExitCode.CONFLICT
-    if report.more_remain:
-        return ExitCode.MAX_COUNT_REACHED
-    if statuses & {Status.HEALED, Status.DRIFTED}:
-        return ExitCode.HEALED
-    return ExitCode.NOTHING_TO_HEAL
 
 
 def settings(conf, **chosen):
@@ -242,11 +213,12 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
     protected = refuse_unsafe_outputs(conf, files)
     mode = 'dry-run' if options.dry_run else 'heal'
     # Each cell worker reads and writes the API database.
-    with _checked_api_engine(conf, audit, files, protected,
-                             engines.POOL_SIZE * options.workers) as (
-            api_engine), _audit_store(conf, audit) as store:
+    with databases.checked_api_database(
+            conf, audit, files, protected,
+            engines.POOL_SIZE * options.workers) as api_engine, (
+            databases.opened_audit(conf, audit)) as store:
         store.recover(api_engine)
-        with _recorded_run(store, mode, command, _filters(options)) as run:
+        with audited.started(store, mode, command, _filters(options)) as run:
             with run.working():
                 run.report = _walk(conf, options, api_engine, run, clock,
                                    progress, stop_check)
@@ -272,9 +244,9 @@ def _walk(conf, options, api_engine, run, clock, progress, stop_check):
         walk.stop_check = stop_check
     try:
         return walk.run()
-    except _ENDS_AFTER_WORK as exc:
+    except audited.ENDS_AFTER_WORK as exc:
         # What the cells finished so far: reported, audited, counted.
-        _attach_report(exc, walk.report, walk.report.cells)
+        audited.attach_report(exc, walk.report, walk.report.cells)
         raise
     finally:
         run_context.close()
@@ -321,8 +293,8 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
             '--config-file /etc/placement/placement.conf')
     refuse_unsafe_outputs(conf, [('--metrics-file', metrics_file)])
     started = time.monotonic()
-    with _api_engine(conf) as api_engine, _placement_engine(
-            conf) as placement_engine:
+    with databases.api_database(conf) as api_engine, (
+            databases.placement_database(conf)) as placement_engine:
         options = Options.from_conf(
             conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
             batch_size=batch_size, target_release=target)
@@ -357,25 +329,6 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
     return AllocationsResult(report, code, problems)
 
 
-@contextlib.contextmanager
-def _placement_engine(conf):
-    """The engine of ``[placement_database]/connection``."""
-    try:
-        # A connection for each of the walk's loaders.
-        engine = engines.create_engine(
-            conf.placement_database.connection,
-            pool_size=allocation_walk.LOADERS,
-            lock_wait_timeout=conf.healreq.lock_wait_timeout)
-    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
-        raise exception.InvalidInput(
-            'invalid [placement_database]/connection: %s'
-            % engines.describe_error(exc))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
 def refuse_unsafe_outputs(conf, files):
     """Refuse output files that would replace what the configuration names.
 
@@ -384,7 +337,7 @@ def refuse_unsafe_outputs(conf, files):
     UnsafeOutput.
     """
     protected = Protected.configured(conf)
-    protected.check_outputs(files, audit_url(conf))
+    protected.check_outputs(files, databases.audit_url(conf))
     return protected
 
 
@@ -402,14 +355,14 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
     (e.g. exception.Interrupted) to end the wait. Raises InvalidInput
     for an unknown run. Returns a RunResult.
     """
-    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
-            conf, audit) as store:
+    with databases.checked_api_database(conf, audit) as api_engine, (
+            databases.opened_audit(conf, audit)) as store:
         store.recover(api_engine)
         changes = _changes_to_revert(store, api_engine, run_id,
                                      instance_uuid, wait, deferring,
                                      stop_check, pause)
         filters = {'revert_of': run_id, 'instance': instance_uuid}
-        with _recorded_run(store, 'revert', command, filters) as run:
+        with audited.started(store, 'revert', command, filters) as run:
             with run.working():
                 run.report = _replay(
                     conf, Options.from_conf(conf), api_engine, run, clock,
@@ -480,10 +433,10 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
         before=p.before, after=p.after, before_digest=p.before_digest,
         action=p.action) for p in planned]
     filters = {'plan': plan_file, 'plan_run': planned_by}
-    with _checked_api_engine(conf, audit) as api_engine, _audit_store(
-            conf, audit) as store:
+    with databases.checked_api_database(conf, audit) as api_engine, (
+            databases.opened_audit(conf, audit)) as store:
         store.recover(api_engine)
-        with _recorded_run(store, 'apply', command, filters) as run:
+        with audited.started(store, 'apply', command, filters) as run:
             with run.working():
                 run.report = _replay(
                     conf, Options.from_conf(conf, target_release=release,
@@ -572,134 +525,11 @@ def _replay(conf, options, api_engine, run, clock, changes, **how):
                                run.run_id, **how)
     try:
         return replayer.run(changes)
-    except _ENDS_AFTER_WORK as exc:
-        _attach_report(exc, replayer.report, replayer.report.findings)
+    except audited.ENDS_AFTER_WORK as exc:
+        audited.attach_report(exc, replayer.report, replayer.report.findings)
         raise
     finally:
         run_context.close()
-
-
-@contextlib.contextmanager
-def _recorded_run(store, mode, command, filters):
-    """Start a run record in ``store`` and hold its lease; yield a _Run.
-
-    On every way out, exceptions included, the lease is released: once
-    the run can write nothing more, recovery may settle what it left
-    pending.
-    """
-    run_id = store.start_run(mode, masking.mask_password(command), filters)
-    try:
-        yield _Run(store, run_id)
-    finally:
-        store.release(run_id)
-
-
-class _Run:
-    """A started run: its report, exit code and problems, and its end.
-
-    Once work has begun, what it did is always reported: an error that
-    ends it after some work (the audit store or the API database
-    failing, a signal) becomes the exit code and a problem, with the
-    report of the work done (see ``working``).
-    """
-
-    def __init__(self, store, run_id):
-        self.store = store
-        self.run_id = run_id
-        self.started = time.monotonic()
-        self.report = None
-        self.code = None
-        self.problems = []
-
-    def duration(self):
-        """Seconds since the run started."""
-        return time.monotonic() - self.started
-
-    @contextlib.contextmanager
-    def working(self):
-        """Around the work, which sets ``report``; then sets ``code``.
-
-        An error that ends the work without a report to give closes the
-        run record with the error and is raised.
-        """
-        try:
-            yield self
-            self.code = exit_code_for(self.report)
-        except _ENDS_AFTER_WORK as exc:
-            if exc.report is None:
-                _finish_failed(self.store, self.run_id, exc)
-                raise
-            self.report, self.code = exc.report, exc.exit_code
-            if not isinstance(exc, exception.Interrupted):
-                self.problems.append(exc.line())
-        except exception.HealreqError as exc:
-            _finish_failed(self.store, self.run_id, exc)
-            raise
-        except Exception as exc:
-            _finish_unexpected(self.store, self.run_id, exc)
-            raise
-        if self.report.audit_error:
-            self.add_problems([self.report.audit_error])
-
-    def add_problems(self, lines):
-        """Add one-line problems, each once.
-
-        A database that is gone (a failed Galera node) fails every
-        statement with the same error: it is reported once.
-        """
-        for line in lines:
-            if line not in self.problems:
-                self.problems.append(line)
-
-    def finish(self):
-        """Record the run's end, with its summary; return the RunResult."""
-        code = self.code
-        if self.problems and code < ExitCode.INVALID_INPUT:
-            code = ExitCode.NEEDS_ATTENTION
-        summary = self.report.summary()
-        if self.problems:
-            summary['problems'] = list(self.problems)
-        try:
-            self.store.finish_run(self.run_id, summary, code)
-        except exception.AuditStoreError as exc:
-            self.add_problems([exc.line()])
-            code = code if code >= ExitCode.INVALID_INPUT else (
-                ExitCode.NEEDS_ATTENTION)
-        return RunResult(self.run_id, self.report, code, self.problems)
-
-
-# Errors that may end a run after it did some work, which is reported.
-_ENDS_AFTER_WORK = (exception.Interrupted, exception.AuditStoreError,
-                    exception.ApiDatabaseError)
-
-
-def _attach_report(exc, report, worked):
-    """Let ``exc`` carry ``report`` if the run did any work (``worked``).
-
-    An interruption always carries it: the run stopped as asked.
-    """
-    if worked or isinstance(exc, exception.Interrupted):
-        exc.report = report
-
-
-def _finish_failed(store, run_id, exc):
-    """Close the run of ``exc``; a store that fails too is passed over."""
-    try:
-        store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
-    except exception.AuditStoreError:
-        if not isinstance(exc, exception.AuditStoreError):
-            raise
-
-
-def _finish_unexpected(store, run_id, exc):
-    """Close the run of an unexpected error with 255, if the store can."""
-    message = masking.mask_password('%s: %s' % (
-        type(exc).__name__, exception.first_line(exc)))
-    try:
-        store.finish_run(run_id, {'error': message},
-                         ExitCode.UNEXPECTED_ERROR)
-    except exception.HealreqError:
-        pass  # the original error is the one to report
 
 
 def _filters(options):
@@ -723,102 +553,6 @@ def _context(conf, api_engine, clock, options):
         service_down_time=options.service_down_time)
 
 
-@contextlib.contextmanager
-def _api_engine(conf, pool_size=engines.POOL_SIZE):
-    """The API database engine of ``[api_database]/connection``."""
-    if not conf.api_database.connection:
-        raise exception.InvalidInput('[api_database]/connection is not set; '
-                                     'pass --config-file /etc/nova/nova.conf')
-    try:
-        engine = engines.create_engine(
-            conf.api_database.connection, pool_size=pool_size,
-            lock_wait_timeout=conf.healreq.lock_wait_timeout)
-    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
-        raise exception.InvalidInput('invalid [api_database]/connection: '
-                                     '%s' % engines.describe_error(exc))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-@contextlib.contextmanager
-def _checked_api_engine(conf, audit, files=(), protected=None,
-                        pool_size=engines.POOL_SIZE):
-    """The API database engine, once the cells' databases are protected.
-
-    The cell mappings are read first: the configured audit store must not
-    be one of the cells' databases (unless ``audit`` is given instead),
-    and no output ``files`` ((option, path) pairs) may replace a cell's
-    SQLite file. ``protected`` is the configuration's, if known.
-    """
-    if protected is None:
-        protected = Protected.configured(conf)
-    with _api_engine(conf, pool_size) as api_engine:
-        if audit is None or any(path for _, path in files):
-            with exception.reraised_as(exception.ApiDatabaseError):
-                with api_engine.connect() as conn:
-                    cells = api_queries.get_cells(conn)
-            with_cells = protected.with_cells(cells,
-                                              conf.database.connection)
-            if audit is None:
-                with_cells.check_store(audit_url(conf))
-            with_cells.check_outputs(files, audit_url(conf))
-        yield api_engine
-
-
-def audit_url(conf):
-    """The audit store's URL: ``audit_connection`` or under state_path."""
-    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
-        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
-
-
-_AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
-                      audit_schema.SchemaTooNew) + exception.DB_ERRORS
-
-
-def open_audit(conf, read_only=False, check_cells=False):
-    """Open (creating or upgrading) the audit store; the caller disposes.
-
-    With ``read_only``, an SQLite store that is already at this release's
-    schema is opened read-only and nothing is written to it or its file
-    (a store on read-only storage can be reviewed); one that needs an
-    upgrade and cannot be written is reported in one line. Raises
-    AuditStoreError (exit 127) if it cannot be opened, or if it would be
-    a Nova database the configuration names (healreq.protected). With
-    ``check_cells``, and an API database configured, the cell mappings
-    are read first and a store in a cell's database is refused too (the
-    commands that run work through _checked_api_engine instead); raises
-    ApiDatabaseError if they cannot be read.
-    """
-    url = audit_url(conf)
-    protected = Protected.configured(conf)
-    protected.check_store(url)
-    if check_cells and conf.api_database.connection:
-        with _api_engine(conf, pool_size=1) as api_engine:
-            with exception.reraised_as(exception.ApiDatabaseError):
-                with api_engine.connect() as conn:
-                    cells = api_queries.get_cells(conn)
-        protected.with_cells(cells, conf.database.connection).check_store(
-            url)
-    try:
-        if read_only:
-            store = audit_store.open_read_only(url)
-            if store is not None:
-                return store
-        return audit_store.AuditStore(url)
-    except _AUDIT_OPEN_ERRORS as exc:
-        reason = engines.describe_error(exc)
-        if read_only and (isinstance(exc, OSError)
-                          or 'readonly' in reason.lower()):
-            reason = ('the store needs creating or upgrading to this '
-                      'release\'s schema but cannot be written (%s)' % reason)
-        raise exception.AuditStoreError(
-            'cannot open %s: %s' % (urls.mask_url(url),
-                                    masking.mask_password(reason)),
-            exit_code=ExitCode.INVALID_INPUT)
-
-
 def list_runs(conf, limit):
     """The latest ``limit`` runs of the audit store, newest first.
 
@@ -826,7 +560,7 @@ def list_runs(conf, limit):
     decoded (None if not recorded); the store is opened read-only
     (open_audit). Raises AuditStoreError.
     """
-    store = open_audit(conf, read_only=True, check_cells=True)
+    store = databases.open_audit(conf, read_only=True, check_cells=True)
     try:
         return [_decoded_run(run) for run in store.list_runs(limit)]
     finally:
@@ -854,7 +588,7 @@ def show_run(conf, run_id):
     Raises InvalidInput for a run the store does not hold,
     AuditStoreError.
     """
-    store = open_audit(conf, read_only=True, check_cells=True)
+    store = databases.open_audit(conf, read_only=True, check_cells=True)
     try:
         run = store.get_run(run_id)
         if run is None:
@@ -877,19 +611,6 @@ def _decoded_run(run):
     for key in ('filters', 'summary'):
         decoded[key] = json.loads(run[key]) if run[key] else None
     return decoded
-
-
-@contextlib.contextmanager
-def _audit_store(conf, store=None):
-    """``store`` if given, else the configured store, disposed after."""
-    if store is not None:
-        yield store
-        return
-    store = open_audit(conf)
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def write_failure_metrics(metrics_file, exit_code, dry_run=False,

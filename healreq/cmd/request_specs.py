@@ -54,6 +54,7 @@ def add_parser(subparsers):
     parser.add_argument('--dry-run', action='store_true',
                         help='Report what would be healed; write nothing.')
     _add_selection_options(parser)
+    _add_decision_options(parser)
     _add_pacing_options(parser)
     _add_output_options(parser)
     parser.set_defaults(handler=run)
@@ -100,6 +101,9 @@ def _add_selection_options(parser):
                              'or Nova ignores them (see "Fields that stay '
                              'out, and why" in the heal reference).'
                              % ', '.join(field_checks.FIELD_NAMES))
+
+
+def _add_decision_options(parser):
     parser.add_argument('--az-policy', choices=policies.AZ_POLICIES,
                         default=policies.DEFAULT,
                         help='What to do with a pinned availability zone '

@@ -1,0 +1,161 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""The databases a command opens: the API and Placement databases and the
+audit store, each refused where it would be a Nova database it must not
+be (healreq.protected).
+"""
+
+import contextlib
+import os
+
+import sqlalchemy.exc
+
+from healreq.audit import schema as audit_schema
+from healreq.audit import store as audit_store
+from healreq.db import api_queries
+from healreq.db import engines
+from healreq.db import urls
+from healreq import exception
+from healreq.exception import ExitCode
+from healreq import masking
+from healreq.protected import Protected
+from healreq.run import allocation_walk
+
+
+@contextlib.contextmanager
+def api_database(conf, pool_size=engines.POOL_SIZE):
+    """The API database engine of ``[api_database]/connection``."""
+    if not conf.api_database.connection:
+        raise exception.InvalidInput('[api_database]/connection is not set; '
+                                     'pass --config-file /etc/nova/nova.conf')
+    try:
+        engine = engines.create_engine(
+            conf.api_database.connection, pool_size=pool_size,
+            lock_wait_timeout=conf.healreq.lock_wait_timeout)
+    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
+        raise exception.InvalidInput('invalid [api_database]/connection: '
+                                     '%s' % engines.describe_error(exc))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def checked_api_database(conf, audit, files=(), protected=None,
+                         pool_size=engines.POOL_SIZE):
+    """The API database engine, once the cells' databases are protected.
+
+    The cell mappings are read first: the configured audit store must not
+    be one of the cells' databases (unless ``audit`` is given instead),
+    and no output ``files`` ((option, path) pairs) may replace a cell's
+    SQLite file. ``protected`` is the configuration's, if known.
+    """
+    if protected is None:
+        protected = Protected.configured(conf)
+    with api_database(conf, pool_size) as api_engine:
+        if audit is None or any(path for _, path in files):
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with api_engine.connect() as conn:
+                    cells = api_queries.get_cells(conn)
+            with_cells = protected.with_cells(cells,
+                                              conf.database.connection)
+            if audit is None:
+                with_cells.check_store(audit_url(conf))
+            with_cells.check_outputs(files, audit_url(conf))
+        yield api_engine
+
+
+def audit_url(conf):
+    """The audit store's URL: ``audit_connection`` or under state_path."""
+    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
+        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
+
+
+_AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
+                      audit_schema.SchemaTooNew) + exception.DB_ERRORS
+
+
+def open_audit(conf, read_only=False, check_cells=False):
+    """Open (creating or upgrading) the audit store; the caller disposes.
+
+    With ``read_only``, an SQLite store that is already at this release's
+    schema is opened read-only and nothing is written to it or its file
+    (a store on read-only storage can be reviewed); one that needs an
+    upgrade and cannot be written is reported in one line. Raises
+    AuditStoreError (exit 127) if it cannot be opened, or if it would be
+    a Nova database the configuration names (healreq.protected). With
+    ``check_cells``, and an API database configured, the cell mappings
+    are read first and a store in a cell's database is refused too (the
+    commands that run work through checked_api_engine instead); raises
+    ApiDatabaseError if they cannot be read.
+    """
+    url = audit_url(conf)
+    protected = Protected.configured(conf)
+    protected.check_store(url)
+    if check_cells and conf.api_database.connection:
+        with api_database(conf, pool_size=1) as api_engine:
+            with exception.reraised_as(exception.ApiDatabaseError):
+                with api_engine.connect() as conn:
+                    cells = api_queries.get_cells(conn)
+        protected.with_cells(cells, conf.database.connection).check_store(
+            url)
+    try:
+        if read_only:
+            store = audit_store.open_read_only(url)
+            if store is not None:
+                return store
+        return audit_store.AuditStore(url)
+    except _AUDIT_OPEN_ERRORS as exc:
+        reason = engines.describe_error(exc)
+        if read_only and (isinstance(exc, OSError)
+                          or 'readonly' in reason.lower()):
+            reason = ('the store needs creating or upgrading to this '
+                      'release\'s schema but cannot be written (%s)' % reason)
+        raise exception.AuditStoreError(
+            'cannot open %s: %s' % (urls.mask_url(url),
+                                    masking.mask_password(reason)),
+            exit_code=ExitCode.INVALID_INPUT)
+
+
+@contextlib.contextmanager
+def opened_audit(conf, store=None):
+    """``store`` if given, else the configured store, disposed after."""
+    if store is not None:
+        yield store
+        return
+    store = open_audit(conf)
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+@contextlib.contextmanager
+def placement_database(conf):
+    """The engine of ``[placement_database]/connection``."""
+    try:
+        # A connection for each of the walk's loaders.
+        engine = engines.create_engine(
+            conf.placement_database.connection,
+            pool_size=allocation_walk.LOADERS,
+            lock_wait_timeout=conf.healreq.lock_wait_timeout)
+    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
+        raise exception.InvalidInput(
+            'invalid [placement_database]/connection: %s'
+            % engines.describe_error(exc))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
