@@ -16,7 +16,7 @@ Each cell is read in batches of live instances (keyset pagination, one
 query per table per batch); the Placement allocations of a batch's
 consumers (its instances and all their migrations) in one query. The
 rows of the next pages are read in loader threads while the walk
-compares the current one (see readahead.loaded). A final
+compares the current one (see read_threads.loaded). A final
 pass attributes what the walk cannot reach: consumers holding
 allocations that are migrations of deleted instances, or soft-deleted
 migrations. Consumers that no selected cell knows as an instance or a
@@ -46,7 +46,7 @@ from healreq.objects import numa as numa_obj
 from healreq.objects import primitive
 from healreq import releases
 from healreq.run import budget
-from healreq.run import readahead
+from healreq.run import read_threads
 from healreq.run import records
 
 LOG = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class AllocationWalk(object):
                         self._batch(cell, page, self._read_batch(
                             engine, page), nodes)
                     return
-                batches = readahead.loaded(
+                batches = read_threads.loaded(
                     _pages(conn, self.batch_size),
                     lambda page: (page, self._read_batch(engine, page)),
                     LOADERS)

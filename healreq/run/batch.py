@@ -27,7 +27,7 @@ from healreq.heal.findings import Finding
 from healreq.heal.findings import Outcome
 from healreq.heal.findings import Status
 from healreq import masking
-from healreq.run import readahead
+from healreq.run import read_threads
 from healreq.run import records
 from healreq.run import writer as spec_writer
 
@@ -70,7 +70,7 @@ class BatchHealer(object):
         # so that it reports what a heal would do.
         to_write = [record for record, evaluation in zip(batch, evaluations)
                     if _to_write(evaluation)]
-        fresh = readahead.started(
+        fresh = read_threads.started(
             lambda: records.reread(engine, to_write,
                                    self.options.settings.read_fields)
         ) if to_write else None
@@ -83,7 +83,7 @@ class BatchHealer(object):
         --max-count is used up.
         """
         evaluations, future = begun
-        fresh = readahead.waited(future, self.stop_check) if future else {}
+        fresh = read_threads.waited(future, self.stop_check) if future else {}
         processed = len(batch)
         for position, (record, evaluation) in enumerate(
                 zip(batch, evaluations)):

@@ -26,7 +26,7 @@ from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import engines
 from healreq import exception
-from healreq.run import reader
+from healreq.run import reader_process
 from healreq.run import records
 
 
@@ -136,8 +136,8 @@ class RunContext(object):
             return engine
 
     def read_spec(self, cell, batch_size, fields):
-        """The reader.ReadSpec of ``cell``'s pages (its engine's URL)."""
-        return reader.ReadSpec(
+        """The ReadSpec of ``cell``'s pages (its engine's URL)."""
+        return reader_process.ReadSpec(
             cell=dict(cell), cell_url=_full_url(self.cell_engine(cell)),
             api_url=_full_url(self.api_engine), batch_size=batch_size,
             fields=tuple(fields), lock_wait_timeout=self.lock_wait_timeout)

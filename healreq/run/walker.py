@@ -38,8 +38,8 @@ from healreq.heal.findings import Status
 from healreq.run import batch as batches
 from healreq.run import cell_findings
 from healreq.run import parallel
-from healreq.run import readahead
-from healreq.run import reader
+from healreq.run import read_threads
+from healreq.run import reader_process
 from healreq.run import records
 from healreq.run import writer as spec_writer
 
@@ -132,7 +132,8 @@ class Walker(object):
         if not specs:
             yield
             return
-        with reader.CellsReader(specs, self.stop_check) as self._reader:
+        with reader_process.CellsReader(
+                specs, self.stop_check) as self._reader:
             try:
                 yield
             finally:
@@ -269,7 +270,7 @@ class Walker(object):
         """
         if self._reader is not None and self._reader.reads(cell['uuid']):
             return contextlib.nullcontext(self._reader.pages(cell['uuid']))
-        return reader.CellReader(self.context.read_spec(
+        return reader_process.CellReader(self.context.read_spec(
             cell, self.options.batch_size, fields), self.stop_check)
 
     def _read(self, engine, query):
@@ -277,7 +278,7 @@ class Walker(object):
         def read():
             with engine.connect() as conn:
                 return query(conn)
-        return readahead.interruptible(read, self.stop_check)
+        return read_threads.interruptible(read, self.stop_check)
 
     def _process_elsewhere(self, mapped_cell, out):
         """Process --instance in the cell that holds it, not the mapped one.

@@ -61,7 +61,7 @@ from oslo_log import log as logging
 from healreq.db import cell_queries
 from healreq.db import engines
 from healreq import exception
-from healreq.run import readahead
+from healreq.run import read_threads
 from healreq.run import records
 
 LOG = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ def _serve(specs, pipe):
     uuid = None
     try:
         cells = _CellEngines(specs)
-        for spec, kind, message in readahead.loaded(
+        for spec, kind, message in read_threads.loaded(
                 _reads(specs, cells), cells.load, LOADERS):
             uuid = spec.cell['uuid']
             if kind == 'end':

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from healreq import exception
 from healreq.heal import field_checks
-from healreq.run import reader
+from healreq.run import reader_process as reader
 from healreq.run import records
 from healreq.tests.functional import backends
 from healreq.tests.functional import deployment_case
@@ -299,7 +299,7 @@ class WalkReadersTest(deployment_case.DeploymentTestCase):
                                  manager._specs])
             return original(manager)
         self.useFixture(fixtures.MonkeyPatch(
-            'healreq.run.reader.CellsReader.__enter__', recording))
+            'healreq.run.reader_process.CellsReader.__enter__', recording))
 
     def drifted(self, report):
         return {cell.name: cell.drifted for cell in report.cells}

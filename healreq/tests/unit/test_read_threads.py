@@ -15,7 +15,7 @@ import threading
 
 import testtools
 
-from healreq.run import readahead
+from healreq.run import read_threads
 
 
 class _Source(object):
@@ -39,11 +39,12 @@ class _Source(object):
 class InterruptibleTest(testtools.TestCase):
 
     def test_result_and_failure_of_the_call(self):
-        self.assertEqual(42, readahead.interruptible(lambda: 42))
+        self.assertEqual(42, read_threads.interruptible(lambda: 42))
 
         def fail():
             raise RuntimeError('cell gone')
-        error = self.assertRaises(RuntimeError, readahead.interruptible, fail)
+        error = self.assertRaises(RuntimeError, read_threads.interruptible,
+                                  fail)
         self.assertEqual('cell gone', str(error))
 
     def test_stop_check_ends_the_wait_for_a_blocked_call(self):
@@ -57,7 +58,7 @@ class InterruptibleTest(testtools.TestCase):
 
         def stop_check():
             raise KeyboardInterrupt('stop')
-        self.assertRaises(KeyboardInterrupt, readahead.interruptible, read,
+        self.assertRaises(KeyboardInterrupt, read_threads.interruptible, read,
                           stop_check)
         release.set()
         self.assertIsNot(threading.current_thread(), caller[0])
@@ -73,7 +74,7 @@ class LoadedTest(testtools.TestCase):
             threads.add(threading.current_thread())
             return number * 10
         self.assertEqual([n * 10 for n in range(30)],
-                         list(readahead.loaded(_Source(30), load, 2)))
+                         list(read_threads.loaded(_Source(30), load, 2)))
         self.assertNotIn(threading.current_thread(), threads)
 
     def test_loads_after_the_first_run_at_once(self):
@@ -85,7 +86,7 @@ class LoadedTest(testtools.TestCase):
                 both.wait()
             return number
         self.assertEqual([0, 1, 2, 3, 4],
-                         list(readahead.loaded(_Source(5), load, 2)))
+                         list(read_threads.loaded(_Source(5), load, 2)))
 
     def test_first_page_is_loaded_alone(self):
         under_way = []
@@ -96,7 +97,7 @@ class LoadedTest(testtools.TestCase):
                 under_way.append(number)
             return number
         source = _Source(100)
-        pages = readahead.loaded(source, load, 2)
+        pages = read_threads.loaded(source, load, 2)
         self.assertEqual(0, next(pages))
         self.assertEqual([0], under_way)
         self.assertEqual(1, source.produced)
@@ -104,7 +105,7 @@ class LoadedTest(testtools.TestCase):
 
     def test_takes_a_page_only_when_one_is_yielded(self):
         source = _Source(100)
-        pages = readahead.loaded(source, lambda number: number, 2)
+        pages = read_threads.loaded(source, lambda number: number, 2)
         self.assertEqual(0, next(pages))
         self.assertEqual(1, next(pages))
         # The two yielded, the one loaded next, and none more.
@@ -118,7 +119,7 @@ class LoadedTest(testtools.TestCase):
             threads.append(threading.current_thread())
             return number
         self.assertEqual([0, 1, 2],
-                         list(readahead.loaded(_Source(3), load, 2)))
+                         list(read_threads.loaded(_Source(3), load, 2)))
         self.assertEqual([True] * 3, [thread.daemon for thread in threads])
 
     def test_failure_comes_in_its_turn(self):
@@ -129,6 +130,6 @@ class LoadedTest(testtools.TestCase):
         seen = []
         error = self.assertRaises(
             ValueError, seen.extend,
-            readahead.loaded(_Source(10), load, 2))
+            read_threads.loaded(_Source(10), load, 2))
         self.assertEqual([0, 1, 2], seen)
         self.assertEqual('page 3 unreadable', str(error))
