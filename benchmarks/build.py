@@ -518,8 +518,8 @@ def _url(backend, name):
         hide_password=False)
 
 
-def _read_meta(engine):
-    t = _meta_table(sa.MetaData())
+def _read_meta(engine, name=META_TABLE):
+    t = _meta_table(sa.MetaData(), name)
     try:
         with engine.connect() as conn:
             return {row.name: row.value for row in conn.execute(sa.select(
@@ -528,8 +528,8 @@ def _read_meta(engine):
         return {}
 
 
-def _meta_table(metadata):
-    return sa.Table(META_TABLE, metadata,
+def _meta_table(metadata, name=META_TABLE):
+    return sa.Table(name, metadata,
                     sa.Column('name', sa.String(64), primary_key=True),
                     sa.Column('value', sa.Text),
                     mysql_engine='InnoDB')

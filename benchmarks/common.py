@@ -29,6 +29,7 @@ import healreq
 from healreq.db import api_queries
 from healreq.db import engines
 from healreq.db import urls
+from healreq import nova_constants
 
 
 def connections(config_file):
@@ -48,7 +49,7 @@ def cells(api_engine):
     """The cell mappings the tool walks (all but cell0), ordered by id."""
     with api_engine.connect() as conn:
         return [cell for cell in api_queries.get_cells(conn)
-                if cell['uuid'] != api_queries.CELL0_UUID]
+                if cell['uuid'] != nova_constants.CELL0_UUID]
 
 
 def cell_engine(cell, config_file):

@@ -184,23 +184,6 @@ def _write(engine, rows, providers):
         build._insert(conn, tables.allocations, rows.allocations)
 
 
-def _read_meta(engine):
-    t = _meta_table(sa.MetaData())
-    try:
-        with engine.connect() as conn:
-            return {row.name: row.value for row in conn.execute(sa.select(
-                t.c.name, t.c.value))}
-    except sa.exc.DBAPIError:
-        return {}
-
-
-def _meta_table(metadata):
-    return sa.Table(META_TABLE, metadata,
-                    sa.Column('name', sa.String(64), primary_key=True),
-                    sa.Column('value', sa.Text),
-                    mysql_engine='InnoDB')
-
-
 def ensure(deployment, instances, rebuild=False, log=print):
     """Build the Placement database unless it exists for these cells.
 
@@ -215,7 +198,7 @@ def ensure(deployment, instances, rebuild=False, log=print):
     if not rebuild:
         engine = sa.create_engine(url)
         try:
-            meta = _read_meta(engine)
+            meta = build._read_meta(engine, META_TABLE)
         finally:
             engine.dispose()
     if (meta.get('format') == str(FORMAT)
@@ -242,7 +225,7 @@ def ensure(deployment, instances, rebuild=False, log=print):
                 cell_engine.dispose()
         _write(engine, rows, providers)
         build._analyze(engine, tables.placement_metadata)
-        meta_table = _meta_table(sa.MetaData())
+        meta_table = build._meta_table(sa.MetaData(), META_TABLE)
         meta_table.create(engine)
         meta = {'format': str(FORMAT), 'cells_built_at': cells_built,
                 'hosted': str(hosted),

@@ -59,8 +59,6 @@ INSERT = history.INSERT
 DELETE = history.DELETE
 LEGACY_RUN_GRACE_NS = recovery.LEGACY_RUN_GRACE_NS
 
-_store_errors = history.store_errors
-
 
 def digest(text):
     """SHA-256 of a spec text, as recorded in the audit and in plans.
@@ -183,7 +181,7 @@ class AuditStore(history.RunHistory):
 
     # -- runs --------------------------------------------------------------
 
-    @_store_errors
+    @history.store_errors
     def start_run(self, mode, command, filters):
         """Record the start of a run and take its lease; return its id.
 
@@ -212,7 +210,7 @@ class AuditStore(history.RunHistory):
             raise
         return run_id
 
-    @_store_errors
+    @history.store_errors
     def finish_run(self, run_id, summary, exit_code):
         """Record the end of a run, then release its lease."""
         try:
@@ -224,7 +222,7 @@ class AuditStore(history.RunHistory):
         finally:
             self.release(run_id)
 
-    @_store_errors
+    @history.store_errors
     def record_findings(self, run_id, findings):
         """Record non-consistent findings (dry runs build a history)."""
         rows = [dict(run_id=run_id, instance_uuid=f.instance_uuid,
@@ -237,7 +235,7 @@ class AuditStore(history.RunHistory):
 
     # -- changes -----------------------------------------------------------
 
-    @_store_errors
+    @history.store_errors
     def intent(self, run_id, instance_uuid, cell_uuid, spec_id, fields,
                before, after, action=UPDATE):
         """Record a change about to be written; return its id.
@@ -255,7 +253,7 @@ class AuditStore(history.RunHistory):
                 created_at=clock.utcnow()))
             return result.inserted_primary_key[0]
 
-    @_store_errors
+    @history.store_errors
     def resolve(self, change_id, state, detail=None, spec_id=None):
         """Settle a pending intent; False if it was already settled.
 
@@ -273,7 +271,7 @@ class AuditStore(history.RunHistory):
                 **values))
             return result.rowcount == 1
 
-    @_store_errors
+    @history.store_errors
     def recover(self, api_engine):
         """Settle the intents dead runs left pending; return those settled.
 
@@ -282,7 +280,7 @@ class AuditStore(history.RunHistory):
         """
         return self._recovery.recover(api_engine)
 
-    @_store_errors
+    @history.store_errors
     def is_running(self, run_id):
         """Whether run ``run_id`` may still write: it is alive.
 

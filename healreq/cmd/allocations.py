@@ -19,13 +19,11 @@ from healreq import api
 from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import visible
-from healreq import conf as healreq_conf
 from healreq import exception
 from healreq.heal import allocation_checks
 
 INTERRUPTIONS = (exception.ExitCode.HANGUP, exception.ExitCode.INTERRUPTED,
                  exception.ExitCode.TERMINATED)
-BATCH_SIZE = healreq_conf.option('healreq', 'batch_size').type
 
 
 def add_parser(subparsers):
@@ -51,12 +49,7 @@ def add_parser(subparsers):
     target.add_argument('--cell', metavar='UUID',
                         help='Only this cell. cell0 is refused: it only '
                              'holds instances that were never scheduled.')
-    parser.add_argument('--batch-size', metavar='N',
-                        type=common.bounded_int(BATCH_SIZE.min,
-                                                BATCH_SIZE.max),
-                        help='Instances read per query, %s (default: '
-                             '[healreq]/batch_size).' % common.range_text(
-                                 BATCH_SIZE.min, BATCH_SIZE.max))
+    common.add_batch_size_option(parser)
     parser.add_argument('--metrics-file', metavar='PATH',
                         help='At the end, write Prometheus metrics by '
                              'problem class (text format, written '

@@ -20,6 +20,7 @@ import sys
 import textwrap
 
 from healreq import api
+from healreq import conf as healreq_conf
 from healreq import exception
 from healreq import masking
 
@@ -156,6 +157,16 @@ def bounded_int(low, high):
                 'must be between %d and %d, got %s' % (low, high, text))
         return value
     return parse
+
+
+def add_batch_size_option(parser):
+    """Add --batch-size, bounded as ``[healreq]/batch_size`` is."""
+    bounds = healreq_conf.option('healreq', 'batch_size').type
+    parser.add_argument('--batch-size', metavar='N',
+                        type=bounded_int(bounds.min, bounds.max),
+                        help='Instances read per query, %s (default: '
+                             '[healreq]/batch_size).'
+                             % range_text(bounds.min, bounds.max))
 
 
 def bounded_float(low, high):

@@ -22,7 +22,6 @@ from healreq.cmd import interruption
 from healreq.cmd import output
 from healreq.cmd import progress
 from healreq.cmd import visible
-from healreq import conf as healreq_conf
 from healreq import exception
 from healreq.heal import field_checks
 from healreq import policies
@@ -33,7 +32,6 @@ from healreq import releases
 # through, or a count no deployment has only ever come from a typo.
 MAX_COUNT_LIMIT = 10 ** 9
 # --batch-size overrides [healreq]/batch_size, within the option's bounds.
-BATCH_SIZE = healreq_conf.option('healreq', 'batch_size').type
 WORKERS_LIMIT = 64
 SLEEP_LIMIT = 3600.0
 MIN_RATE = 0.01
@@ -76,12 +74,7 @@ def _add_selection_options(parser):
                              'N is %s.' % (
                                  exception.ExitCode.MAX_COUNT_REACHED,
                                  common.range_text(1, MAX_COUNT_LIMIT)))
-    parser.add_argument('--batch-size', metavar='N',
-                        type=common.bounded_int(BATCH_SIZE.min,
-                                                BATCH_SIZE.max),
-                        help='Instances read per query, %s (default: '
-                             '[healreq]/batch_size).' % common.range_text(
-                                 BATCH_SIZE.min, BATCH_SIZE.max))
+    common.add_batch_size_option(parser)
     parser.add_argument('--force', action='store_true',
                         help='With --instance only: heal even if a stale '
                              'migration record, a recent update or a '

@@ -19,9 +19,6 @@ from sqlalchemy.sql import expression
 
 from healreq.db import rows
 from healreq.db import tables
-from healreq import nova_constants
-
-CELL0_UUID = nova_constants.CELL0_UUID
 
 
 def get_cells(conn):

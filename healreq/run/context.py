@@ -26,6 +26,7 @@ from healreq import clock as clock_module
 from healreq.db import api_queries
 from healreq.db import engines
 from healreq import exception
+from healreq import nova_constants
 from healreq.run import reader_process
 from healreq.run import records
 
@@ -92,12 +93,12 @@ class RunContext(object):
             if not selected:
                 raise exception.InvalidInput(
                     'cell %s is not in cell_mappings' % cell_uuid)
-            if cell_uuid == api_queries.CELL0_UUID:
+            if cell_uuid == nova_constants.CELL0_UUID:
                 raise exception.InvalidInput(
                     'cell0 only holds instances that were never '
                     'scheduled; nothing to heal there')
             return selected
-        return [c for c in cells if c['uuid'] != api_queries.CELL0_UUID]
+        return [c for c in cells if c['uuid'] != nova_constants.CELL0_UUID]
 
     def learn_release(self):
         """Establish the Nova release whose rules the run applies.

@@ -28,13 +28,13 @@ import contextlib
 
 from oslo_log import log as logging
 
-from healreq.db import api_queries
 from healreq.db import cell_queries
 from healreq import exception
 from healreq.heal.findings import CellReport
 from healreq.heal.findings import Finding
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
+from healreq import nova_constants
 from healreq.run import batch as batches
 from healreq.run import cell_findings
 from healreq.run import parallel
@@ -168,7 +168,7 @@ class Walker(object):
         """
         report = CellReport(uuid=cell['uuid'], name=cell['name'])
         sink.cells.append(report)
-        if cell['uuid'] == api_queries.CELL0_UUID:
+        if cell['uuid'] == nova_constants.CELL0_UUID:
             # Only reachable with --instance: never touch cell0.
             finding = Finding(self.options.instance_uuid, cell['uuid'],
                               Status.SKIPPED, 'cell0',
@@ -291,7 +291,7 @@ class Walker(object):
         uuid = self.options.instance_uuid
         for cell in self.context.cells():
             if cell['uuid'] in (mapped_cell['uuid'],
-                                api_queries.CELL0_UUID):
+                                nova_constants.CELL0_UUID):
                 continue
             try:
                 engine = self.context.cell_engine(cell)

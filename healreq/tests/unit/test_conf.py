@@ -14,6 +14,7 @@
 
 import dataclasses
 import inspect
+import io
 import os
 
 import fixtures
@@ -22,7 +23,7 @@ from oslo_config import types
 import testtools
 
 from healreq import api
-from healreq.cmd import request_specs
+from healreq.cmd import main
 from healreq import conf as healreq_conf
 from healreq.conf import opts
 from healreq.db import engines
@@ -321,7 +322,14 @@ class DefaultsTest(testtools.TestCase):
                          api.settings(self.conf).default_zone)
 
     def test_batch_size_bounds_of_the_command_line(self):
-        option = healreq_conf.option('healreq', 'batch_size')
-        self.assertEqual((option.type.min, option.type.max),
-                         (request_specs.BATCH_SIZE.min,
-                          request_specs.BATCH_SIZE.max))
+        bounds = healreq_conf.option('healreq', 'batch_size').type
+        parser = main.build_parser()
+        for command in ('request-specs', 'allocations'):
+            for size in (bounds.min, bounds.max):
+                self.assertEqual(size, parser.parse_args(
+                    [command, '--batch-size', str(size)]).batch_size)
+            for size in (bounds.min - 1, bounds.max + 1):
+                self.useFixture(fixtures.MonkeyPatch('sys.stderr',
+                                                     io.StringIO()))
+                self.assertRaises(SystemExit, parser.parse_args,
+                                  [command, '--batch-size', str(size)])
