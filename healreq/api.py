@@ -51,7 +51,6 @@ from healreq.heal import decisions
 from healreq.heal.findings import RunReport
 from healreq import metrics
 from healreq import policies
-from healreq.protected import Protected
 from healreq import releases
 from healreq.run import allocation_walk
 from healreq.run import audited
@@ -210,14 +209,15 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
     if plan_file:
         options = dataclasses.replace(options, collect_plan=True)
     files = [('--plan', plan_file), ('--metrics-file', metrics_file)]
-    protected = refuse_unsafe_outputs(conf, files)
     mode = 'dry-run' if options.dry_run else 'heal'
     # Each cell worker reads and writes the API database.
     with databases.checked_api_database(
-            conf, audit, files, protected,
-            engines.POOL_SIZE * options.workers) as api_engine, (
+            conf, files, uses_store=audit is None,
+            pool_size=engines.POOL_SIZE * options.workers) as api_engine, (
             databases.opened_audit(conf, audit)) as store:
-        store.recover(api_engine)
+        # Settling what dead runs left is the work of a run that writes.
+        if not options.dry_run:
+            store.recover(api_engine)
         with audited.started(store, mode, command, _filters(options)) as run:
             with run.working():
                 run.report = _walk(conf, options, api_engine, run, clock,
@@ -291,9 +291,10 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
         raise exception.InvalidInput(
             '[placement_database]/connection is not set; pass '
             '--config-file /etc/placement/placement.conf')
-    refuse_unsafe_outputs(conf, [('--metrics-file', metrics_file)])
     started = time.monotonic()
-    with databases.api_database(conf) as api_engine, (
+    with databases.checked_api_database(
+            conf, [('--metrics-file', metrics_file)],
+            uses_store=False) as api_engine, (
             databases.placement_database(conf)) as placement_engine:
         options = Options.from_conf(
             conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
@@ -315,30 +316,13 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
     problems = []
     if metrics_file:
         now = time.time()
-        text = metrics.render_allocations(report, code,
-                                          time.monotonic() - started, now)
-        success = now if code in (ExitCode.HEALED,
-                                  ExitCode.NOTHING_TO_HEAL) else None
-        try:
-            metrics.write(metrics_file, text, success,
-                          prefix=metrics.ALLOCATIONS_PREFIX)
-        except OSError as exc:
-            problems.append('nova-heal: error: cannot write metrics file '
-                            '%s: %s' % (metrics_file, exc))
+        problems = _write_metrics(
+            metrics_file, metrics.render_allocations(
+                report, code, time.monotonic() - started, now),
+            code, now, prefix=metrics.ALLOCATIONS_PREFIX)
+        if problems:
             code = ExitCode.NEEDS_ATTENTION
     return AllocationsResult(report, code, problems)
-
-
-def refuse_unsafe_outputs(conf, files):
-    """Refuse output files that would replace what the configuration names.
-
-    ``files`` are ``(option, path)`` pairs; nothing is read (see
-    healreq.protected). Returns the configuration's Protected. Raises
-    UnsafeOutput.
-    """
-    protected = Protected.configured(conf)
-    protected.check_outputs(files, databases.audit_url(conf))
-    return protected
 
 
 def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
@@ -355,12 +339,14 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
     (e.g. exception.Interrupted) to end the wait. Raises InvalidInput
     for an unknown run. Returns a RunResult.
     """
-    with databases.checked_api_database(conf, audit) as api_engine, (
+    with databases.checked_api_database(
+            conf, uses_store=audit is None) as api_engine, (
             databases.opened_audit(conf, audit)) as store:
-        store.recover(api_engine)
+        if not dry_run:
+            store.recover(api_engine)
         changes = _changes_to_revert(store, api_engine, run_id,
                                      instance_uuid, wait, deferring,
-                                     stop_check, pause)
+                                     stop_check, pause, dry_run)
         filters = {'revert_of': run_id, 'instance': instance_uuid}
         with audited.started(store, 'revert', command, filters) as run:
             with run.working():
@@ -372,7 +358,7 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
 
 
 def _changes_to_revert(store, api_engine, run_id, instance_uuid, wait,
-                       deferring, stop_check, pause):
+                       deferring, stop_check, pause, dry_run):
     """The inverse of each change run ``run_id`` applied, newest first.
 
     Raises InvalidInput for an unknown run, RunInProgress for one still
@@ -388,7 +374,8 @@ def _changes_to_revert(store, api_engine, run_id, instance_uuid, wait,
         with deferring():
             _wait_for_end(store, run_id, stop_check, pause)
         # It may have died instead of ending: settle what it left.
-        store.recover(api_engine)
+        if not dry_run:
+            store.recover(api_engine)
     # Newest first: if a run touched a row twice, undo in reverse.
     return [writer.Change(
         instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
@@ -433,9 +420,11 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
         before=p.before, after=p.after, before_digest=p.before_digest,
         action=p.action) for p in planned]
     filters = {'plan': plan_file, 'plan_run': planned_by}
-    with databases.checked_api_database(conf, audit) as api_engine, (
+    with databases.checked_api_database(
+            conf, uses_store=audit is None) as api_engine, (
             databases.opened_audit(conf, audit)) as store:
-        store.recover(api_engine)
+        if not dry_run:
+            store.recover(api_engine)
         with audited.started(store, 'apply', command, filters) as run:
             with run.working():
                 run.report = _replay(
@@ -548,7 +537,8 @@ def _context(conf, api_engine, clock, options):
     """The RunContext of a run on ``api_engine`` with ``options``."""
     return context.RunContext(
         api_engine, conf.database.connection,
-        lock_wait_timeout=conf.healreq.lock_wait_timeout, clock=clock,
+        lock_wait_timeout=conf.healreq.lock_wait_timeout,
+        answer_timeout=conf.healreq.database_timeout, clock=clock,
         target_release=options.target_release,
         service_down_time=options.service_down_time)
 
@@ -652,12 +642,23 @@ def _write_outputs(report, code, run_id, duration, dry_run, plan_file,
                             % (plan_file, exc))
     if metrics_file:
         now = time.time()
-        text = metrics.render(report, code, duration, now, dry_run)
-        success = now if code in (ExitCode.HEALED,
-                                  ExitCode.NOTHING_TO_HEAL) else None
-        try:
-            metrics.write(metrics_file, text, success)
-        except OSError as exc:
-            problems.append('nova-heal: error: cannot write metrics file '
-                            '%s: %s' % (metrics_file, exc))
+        problems.extend(_write_metrics(
+            metrics_file, metrics.render(report, code, duration, now,
+                                         dry_run), code, now))
     return problems
+
+
+def _write_metrics(path, text, code, now, **kwargs):
+    """Write a run's metrics ``text``; return one-line problems.
+
+    The last-success timestamp becomes ``now`` when ``code`` says the run
+    succeeded, and is kept otherwise.
+    """
+    success = now if code in (ExitCode.HEALED,
+                              ExitCode.NOTHING_TO_HEAL) else None
+    try:
+        metrics.write(path, text, success, **kwargs)
+    except OSError as exc:
+        return ['nova-heal: error: cannot write metrics file %s: %s'
+                % (path, exc)]
+    return []

@@ -65,12 +65,16 @@ MEANINGS = {
         'drift found and healed (with --dry-run: found, would be healed), '
         'or drift found that is only reported and never written (a zone '
         'pin under --az-policy report, a same_host hint under '
-        '--hint-policy report, listed in reported_only)',
+        '--hint-policy report, a propagated flavor under --flavor-policy '
+        'report, listed in reported_only); the report counts apart the '
+        'instances of which nothing is written (reported_only), and a '
+        'heal that wrote nothing does not say healed',
         'After a dry run: review, then heal. After a heal: verify with a '
         'dry run (exit %d). Report-only drift keeps the verification at '
         '%d until the pin is rewritten (--az-policy repin or unpin), '
-        'and a same_host hint until it is pruned (--hint-policy prune); a '
-        'verification that should not judge them leaves '
+        'a same_host hint until it is pruned (--hint-policy prune) and a '
+        'propagated flavor until it is healed (--flavor-policy instance); '
+        'a verification that should not judge pins or hints leaves '
         'availability_zone or scheduler_hints out of --fields.'
         % (ExitCode.NOTHING_TO_HEAL, ExitCode.HEALED)),
     ExitCode.MAX_COUNT_REACHED: Meaning(

@@ -23,8 +23,13 @@ _PREFIX = 'nova_heal_request_specs'
 
 _COUNTERS = (
     ('checked', 'Instances checked in the last run.', 'checked'),
-    ('drifted', 'Instances found drifted (not healed) in the last run.',
-     'drifted'),
+    ('drifted', 'Instances found drifted and not healed in the last run '
+     '(with --dry-run, those that would be healed too); reported_only '
+     'counts those of which nothing is written.', 'drifted'),
+    ('reported_only', 'Instances found drifted of which nothing is '
+     'written, in the last run: every drifted field is only reported, as '
+     '--az-policy, --hint-policy and --flavor-policy report say; drifted '
+     'counts them too.', 'reported_only'),
     ('healed', 'Instances healed in the last run.', 'healed'),
     ('skipped', 'Instances skipped in the last run.', 'skipped'),
     ('errors', 'Instances that could not be evaluated in the last run.',

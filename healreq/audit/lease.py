@@ -13,39 +13,47 @@
 
 """Run leases: proof that a run is alive, released when its process dies.
 
-A run holds its lease for its whole life. The operating system or the
-database server releases it when the process or its connection dies, so
-a free lease proves the run can write nothing more.
+A run holds its lease for its whole life. A free lease proves the run
+can write nothing more; a run whose lease may be free writes nothing.
 
-* On a MySQL/MariaDB store the lease is the named lock
-  ``healreq-run-<run id>``, taken with ``GET_LOCK`` on a connection kept
-  open for the run, and, where the server is a Galera node, the row
-  ``run-<run id>`` of the ``leases`` table, which a thread of the run
-  renews every RENEW_INTERVAL seconds. A named
-  lock is seen only by the server holding it: on a Galera cluster a
-  client of another node finds it free. The row is seen by every node,
-  so such a client judges the lease by it: free once its last renewal is
-  more than EXPIRY seconds old (by the database's clock), or gone. A
-  client of the server named in the row trusts the named lock, which
-  the server releases the moment the run's connection dies.
+* On a MySQL/MariaDB store the lease is the row ``run-<run id>`` of the
+  ``leases`` table, which a thread of the run renews every
+  RENEW_INTERVAL seconds through the store's pool, whichever server and
+  connection a proxy gives it. Every node of a Galera cluster and every
+  client sees the row: the lease is free once its last renewal is more
+  than EXPIRY seconds old by the database's clock, or once the row is
+  gone. No connection holds it, so a proxy or a server that closes an
+  idle connection takes nothing from the run. The run itself writes
+  only while its last renewal is recent (``check``): a run whose
+  renewals failed for WRITABLE_FOR seconds, or whose row was deleted
+  because another invocation judged it dead, stops before its next
+  write.
 * On an SQLite file store it is an exclusive ``flock`` on the owner-only
   file ``<store file>.run-<run id>.lock``, removed when the run ends.
 * An in-memory SQLite store lives in one process: its leases are kept in
   that process.
+
+Runs recorded by earlier releases on a MySQL store held the named lock
+``healreq-run-<run id>`` (kind NAMED_LOCK); they are judged as then.
 """
 
+import contextlib
 import errno
 import fcntl
 import logging
 import os
 import threading
+import time
+import weakref
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from healreq.db import engines
 
 LOG = logging.getLogger(__name__)
 
+ROW_LEASE = 'mysql-row'
 NAMED_LOCK = 'mysql-lock'
 FILE_LOCK = 'flock'
 IN_PROCESS = 'process'
@@ -57,6 +65,10 @@ _in_process = set()
 # the cluster, where it can write nothing either).
 RENEW_INTERVAL = 5
 EXPIRY = 30
+# How long after its last renewal a run still writes: half the expiry,
+# so that a write begun then (its statements bounded by the lock wait)
+# ends long before anyone may judge the run dead.
+WRITABLE_FOR = EXPIRY / 2
 
 # The database server's clock in microseconds, and its name: one clock
 # for every client whatever its host's, and the server whose named locks
@@ -68,21 +80,22 @@ _SERVER = "CONCAT(@@hostname, ':', @@port)"
 def kind_for(engine):
     """The kind of lease the store behind ``engine`` gives its runs."""
     if engine.dialect.name == 'mysql':
-        return NAMED_LOCK
+        return ROW_LEASE
     if _sqlite_path(engine) is None:
         return IN_PROCESS
     return FILE_LOCK
 
 
 def acquire(engine, run_id):
-    """Take run ``run_id``'s lease; return an object with ``release()``.
+    """Take run ``run_id``'s lease; return it.
 
-    Raises LeaseError if it cannot be taken (its lock file cannot be
-    created, or a file is already at its place).
+    It has ``check()``, which raises LeaseLost unless the run may still
+    write, and ``release()``. Raises LeaseError if it cannot be taken
+    (its lock file cannot be created, or a file is already at its place).
     """
     kind = kind_for(engine)
-    if kind == NAMED_LOCK:
-        return _NamedLock(engine, run_id)
+    if kind == ROW_LEASE:
+        return _RowLease(engine, run_id)
     if kind == FILE_LOCK:
         return _FileLock(_lock_path(engine, run_id))
     return _InProcess(run_id)
@@ -93,9 +106,13 @@ def is_free(engine, kind, run_id):
 
     Raises LeaseError if its lock file cannot be checked.
     """
-    if kind == NAMED_LOCK:
+    if kind == ROW_LEASE:
         # On a Galera node, after the cluster's latest commits: a row the
-        # run deleted on another node is gone here too.
+        # run deleted or renewed on another node is seen here too.
+        with engines.synced_reads(engine) as conn:
+            row = lease_row(conn, _row_name(run_id))
+        return row is None or row.age_us > EXPIRY * 10 ** 6
+    if kind == NAMED_LOCK:
         with engines.synced_reads(engine) as conn:
             row = lease_row(conn, _row_name(run_id))
             if row is not None and row.server != row.here:
@@ -106,6 +123,32 @@ def is_free(engine, kind, run_id):
     if kind == FILE_LOCK:
         return _file_lock_free(_lock_path(engine, run_id))
     return run_id not in _in_process
+
+
+def claim_if_free(engine, kind, run_id):
+    """Whether run ``run_id``'s lease is free; for good if it is.
+
+    A lease row that expired is deleted in the same statement that
+    finds it expired: a run that was only cut off finds its row gone at
+    its next renewal and writes nothing more, and a row renewed meanwhile
+    is left, its run alive. The other kinds are as ``is_free``.
+    """
+    if kind != ROW_LEASE:
+        return is_free(engine, kind, run_id)
+    name = _row_name(run_id)
+    try:
+        with engine.begin() as conn:
+            claimed = conn.execute(sa.text(
+                'DELETE FROM leases WHERE name = :name AND renewed_us < '
+                '%s - :expiry_us' % _NOW_US),
+                {'name': name, 'expiry_us': EXPIRY * 10 ** 6}).rowcount
+    except db_exc.DBDeadlock:
+        # On Galera: the row was renewed on another node meanwhile.
+        return False
+    if claimed:
+        return True
+    with engines.synced_reads(engine) as conn:
+        return lease_row(conn, name) is None
 
 
 def lock_file_runs(engine):
@@ -184,6 +227,14 @@ def _lock_path(engine, run_id):
     return '%s.run-%s.lock' % (_sqlite_path(engine), run_id)
 
 
+class LeaseLost(Exception):
+    """A run may no longer write: its lease may be free, or is gone.
+
+    The store turns it into the AuditStoreError that stops the run
+    before its next write.
+    """
+
+
 class LeaseError(Exception):
     """A run's lease could not be taken or checked.
 
@@ -204,77 +255,103 @@ def _file_error(doing, path, exc):
                       % (doing, path, reason))
 
 
-class _NamedLock(object):
+class _RowLease(object):
 
     def __init__(self, engine, run_id):
-        self._name = _lock_name(run_id)
         self._row = _row_name(run_id)
-        self._conn = engine.connect()
-        try:
-            with self._conn.begin():
-                taken = self._conn.execute(
-                    sa.text('SELECT GET_LOCK(:name, 0)'),
-                    {'name': self._name}).scalar()
-                # Only another node of a cluster needs the row: on a
-                # plain server every client sees the named lock, and no
-                # thread runs beside the run (its reader is then forked).
-                clustered = taken == 1 and engines.is_galera_node(
-                    self._conn)
-            if clustered:
-                with self._conn.begin():
-                    insert_row(self._conn, self._row)
-        except BaseException:
-            self._conn.invalidate()
-            self._conn.close()
-            raise
-        if taken != 1:
-            self._conn.close()
-            raise LeaseError('lock %s is held elsewhere' % self._name)
-        self._renewer = Renewer(engine, self._row) if clustered else None
+        with engine.begin() as conn:
+            insert_row(conn, self._row)
+        self._engine = engine
+        self._renewer = Renewer(engine, self._row)
+
+    def check(self):
+        self._renewer.check()
 
     def release(self):
-        if self._conn is None:
+        if self._renewer is None:
             return
-        conn, self._conn = self._conn, None
-        if self._renewer is not None:
-            self._renewer.stop()
+        renewer, self._renewer = self._renewer, None
+        renewer.stop()
         try:
-            if self._renewer is not None:
-                with conn.begin():
-                    delete_row(conn, self._row)
-            with conn.begin():
-                conn.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
-                             {'name': self._name})
-        except Exception:
-            # A connection in doubt must not go back to the pool holding
-            # the lock: closing it for good releases the lock. The row, if
-            # left, expires.
-            conn.invalidate()
-        finally:
-            conn.close()
+            with self._engine.begin() as conn:
+                delete_row(conn, self._row)
+        except Exception as exc:
+            # Left behind, it expires: nobody waits longer than EXPIRY.
+            LOG.debug('cannot delete lease %s: %s', self._row, exc)
+
+
+# Held by each Renewer while it renews: a process forked while none
+# renews inherits no lock a renewal holds (see ``quiesced``).
+_RENEWING = threading.Lock()
+_renewer_threads = weakref.WeakSet()
+
+
+def renewer_threads():
+    """The threads of this process that renew leases."""
+    return set(_renewer_threads)
+
+
+@contextlib.contextmanager
+def quiesced():
+    """Within the block, no Renewer of this process is renewing.
+
+    A process forked within it inherits no lock that a renewal holds
+    (the pool's, the driver's), so it may fork although the renewers'
+    threads run: they only wait for their next turn meanwhile.
+    """
+    with _RENEWING:
+        yield
 
 
 class Renewer(object):
-    """A daemon thread renewing lease row ``name`` until ``stop()``."""
+    """A daemon thread renewing lease row ``name`` until ``stop()``.
+
+    It knows when the row was last renewed (by this process's monotonic
+    clock, from before the renewal was sent), and whether the row is
+    gone: ``check`` says whether its holder may still write.
+    """
 
     def __init__(self, engine, name, interval=None):
         self._engine = engine
         self._name = name
         self._interval = interval or RENEW_INTERVAL
+        # The row was inserted, renewed, just before this.
+        self._renewed_at = time.monotonic()
+        self._gone = False
         self._stopped = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name='lease-%s' % name, daemon=True)
+        _renewer_threads.add(self._thread)
         self._thread.start()
 
     def _run(self):
         while not self._stopped.wait(self._interval):
+            sent = time.monotonic()
             try:
-                with self._engine.begin() as conn:
-                    renew_row(conn, self._name)
+                with _RENEWING, self._engine.begin() as conn:
+                    renewed = renew_row(conn, self._name)
             except Exception as exc:
-                # The run's own statements fail too and end it; a lease
-                # left unrenewed expires, as it should for a run cut off.
+                # A connection the proxy or the server closed, a node
+                # that failed: the next renewal goes through another.
                 LOG.debug('cannot renew lease %s: %s', self._name, exc)
+                continue
+            if not renewed:
+                # Judged dead and settled by another invocation.
+                self._gone = True
+                return
+            self._renewed_at = sent
+
+    def check(self):
+        """Raise LeaseLost unless the row is held and renewed recently."""
+        if self._gone:
+            raise LeaseLost('its lease row %s was deleted: another '
+                            'invocation judged the run dead' % self._name)
+        age = time.monotonic() - self._renewed_at
+        if age > WRITABLE_FOR:
+            raise LeaseLost('its lease row %s was last renewed %d s ago '
+                            '(the store did not answer); the lease may '
+                            'be judged free after %d s' % (
+                                self._name, age, EXPIRY))
 
     def stop(self):
         self._stopped.set()
@@ -299,6 +376,9 @@ class _FileLock(object):
             if isinstance(exc, OSError):
                 raise _file_error('lock', path, exc) from exc
             raise
+
+    def check(self):
+        pass  # held by this process's descriptor until released
 
     def release(self):
         if self._fd is None:
@@ -345,6 +425,9 @@ class _InProcess(object):
     def __init__(self, run_id):
         self._run_id = run_id
         _in_process.add(run_id)
+
+    def check(self):
+        pass
 
     def release(self):
         _in_process.discard(self._run_id)

@@ -144,18 +144,26 @@ class Recovery(object):
     def _run_is_dead(self, change):
         run = change.pop('_run')
         return self.is_over(change['run_id'], run['run_lease'],
-                            run['run_ended_at'], run['run_started_ns'])
+                            run['run_ended_at'], run['run_started_ns'],
+                            claim=True)
 
-    def is_over(self, run_id, lease_kind, ended_at, started_ns):
-        """Whether the run can write nothing more (see ``recover``)."""
+    def is_over(self, run_id, lease_kind, ended_at, started_ns,
+                claim=False):
+        """Whether the run can write nothing more (see ``recover``).
+
+        With ``claim``, a free lease is claimed for good
+        (lease.claim_if_free): recovery settles only runs that can
+        never write again.
+        """
         if run_id in self._held:
             return False
         if ended_at is not None:
             return True
         if lease_kind is None:
             return time.time_ns() - started_ns > LEGACY_RUN_GRACE_NS
+        free = lease.claim_if_free if claim else lease.is_free
         try:
-            return lease.is_free(self.engine, lease_kind, run_id)
+            return free(self.engine, lease_kind, run_id)
         except lease.LeaseError as exc:
             raise lease_error('cannot tell whether run %s is over'
                               % run_id, exc)

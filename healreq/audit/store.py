@@ -137,13 +137,14 @@ def _utf8mb4(url):
 class AuditStore(history.RunHistory):
     """A SQL audit store reached through oslo.db."""
 
-    def __init__(self, url):
+    def __init__(self, url, answer_timeout=None):
         if url.startswith('sqlite'):
             _prepare_sqlite_file(url)
         # oslo.db's pool: runs of several workers share the store. The
         # migration lock waits as long as another command migrates.
         super().__init__(engines.create_engine(
-            _utf8mb4(url), pool_size=None, lock_wait_timeout=None))
+            _utf8mb4(url), pool_size=None, lock_wait_timeout=None,
+            answer_timeout=answer_timeout))
         migrations.upgrade(self.engine)
         # The leases of the runs this store started and has not ended.
         self._leases = {}
@@ -178,6 +179,25 @@ class AuditStore(history.RunHistory):
         held = self._leases.pop(run_id, None)
         if held is not None:
             held.release()
+
+    def check_lease(self, run_id):
+        """Raise AuditStoreError unless run ``run_id`` may still write.
+
+        Its lease must be held by this store and, on a MySQL store,
+        renewed recently (lease.Renewer.check); a run that may no longer
+        write stops before its next write.
+        """
+        held = self._leases.get(run_id)
+        if held is None:
+            raise exception.AuditStoreError(
+                'run %s no longer holds its lease; nothing more is '
+                'written' % run_id)
+        try:
+            held.check()
+        except lease.LeaseLost as exc:
+            raise exception.AuditStoreError(
+                'run %s stopped before its next write: %s; run again'
+                % (run_id, exc))
 
     # -- runs --------------------------------------------------------------
 

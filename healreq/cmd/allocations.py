@@ -44,20 +44,20 @@ def add_parser(subparsers):
         formatter_class=common.HelpFormatter)
     target = parser.add_mutually_exclusive_group()
     target.add_argument('--instance', metavar='UUID',
-                        help='Only this instance (its cell is found through '
-                             'instance_mappings).')
+                        help='Only this instance, in the cell that holds '
+                             'it: the one instance_mappings names, else '
+                             'any other, where it is an error '
+                             '(instance-mapped-elsewhere) unless an '
+                             'operation is in flight.')
     target.add_argument('--cell', metavar='UUID',
                         help='Only this cell. cell0 is refused: it only '
                              'holds instances that were never scheduled.')
     common.add_batch_size_option(parser)
-    parser.add_argument('--metrics-file', metavar='PATH',
-                        help='At the end, write Prometheus metrics by '
-                             'problem class (text format, written '
-                             'atomically) for node_exporter\'s textfile '
-                             'collector. Refused (exit %d) if it would '
-                             'replace a configuration file in use or a '
-                             'Nova SQLite database.'
-                             % exception.ExitCode.INVALID_INPUT)
+    common.add_output_option(
+        parser, '--metrics-file', 'PATH',
+        'At the end, write Prometheus metrics by problem class (text '
+        'format, written atomically) for node_exporter\'s textfile '
+        'collector.')
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
     parser.add_argument('--verbose', action='store_true',
@@ -94,9 +94,15 @@ def run(conf, argv):
 
 
 def report_document(result):
-    """The JSON report: summary, results, cell errors, exit code."""
+    """The JSON report: summary, results, cell errors, exit code.
+
+    ``problems`` are the one-line errors the exit code counts besides
+    the results (a metrics file that could not be written), as in the
+    report of request-specs.
+    """
     report = result.report
     return {
+        'problems': list(result.problems),
         'summary': report.summary(),
         'results': [r.as_dict() for r in report.results],
         'cell_errors': list(report.cell_errors),

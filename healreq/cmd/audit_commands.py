@@ -209,7 +209,8 @@ def _change_title(change, fields):
 
 
 def audit_show(conf, argv):
-    shown = api.show_run(conf, conf.command.run_id)
+    shown = api.show_run(conf,
+                         common.run_id_argument(conf.command.run_id))
     run = shown.run
     if conf.command.format == 'json':
         document = _run_dict(run)
@@ -254,8 +255,9 @@ def _render(conf, result):
 def revert_run(conf, argv):
     instance = common.uuid_option(conf.command.instance, 'instance')
     return _render(conf, api.revert(
-        conf, conf.command.run_id, instance_uuid=instance,
-        dry_run=conf.command.dry_run, wait=conf.command.wait,
+        conf, common.run_id_argument(conf.command.run_id),
+        instance_uuid=instance, dry_run=conf.command.dry_run,
+        wait=conf.command.wait,
         command=common.command_line(argv), stop_check=interruption.check,
         deferring=interruption.deferred))
 

@@ -159,6 +159,28 @@ def bounded_int(low, high):
     return parse
 
 
+# What the help of every option naming a file a command writes says.
+OUTPUT_REFUSED = (
+    'Refused (exit %d) if it would replace a database the command can '
+    'reach (the API, cell or Placement database, the audit store) or a '
+    'file named after one, any other SQLite database, a configuration '
+    'file in use, or a device, pipe or socket.'
+    % exception.ExitCode.INVALID_INPUT)
+
+
+def add_output_option(parser, flag, metavar, help):
+    """Add option ``flag``, a file the command writes; return its action.
+
+    Every such path goes through protected.refuse_unsafe_outputs, and
+    the help says what it refuses. The action is marked ``writes_file``,
+    by which the tests find every output option of every command.
+    """
+    action = parser.add_argument(flag, metavar=metavar,
+                                 help='%s %s' % (help, OUTPUT_REFUSED))
+    action.writes_file = True
+    return action
+
+
 def add_batch_size_option(parser):
     """Add --batch-size, bounded as ``[healreq]/batch_size`` is."""
     bounds = healreq_conf.option('healreq', 'batch_size').type
@@ -206,6 +228,18 @@ def uuid_option(value, what):
         return canonical_uuid(value, what)
     except ValueError as exc:
         raise exception.InvalidInput(str(exc))
+
+
+def run_id_argument(value):
+    """A RUN_ID as the store records it: a UUID in lower case.
+
+    Any spelling of a UUID is accepted, as for instances; anything else
+    is left as it is, to be reported as a run the store does not hold.
+    """
+    try:
+        return canonical_uuid(value, 'run')
+    except ValueError:
+        return value
 
 
 def command_line(argv):

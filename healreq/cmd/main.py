@@ -42,6 +42,7 @@ from healreq.cmd import visible
 from healreq import conf as healreq_conf
 from healreq import exception
 from healreq import masking
+from healreq import protected
 from healreq import version
 
 LOG = logging.getLogger(__name__)
@@ -215,7 +216,7 @@ def _may_write_metrics(conf, path, error):
     if isinstance(error, exception.UnsafeOutput) and error.path == path:
         return False
     try:
-        api.refuse_unsafe_outputs(conf, [('--metrics-file', path)])
+        protected.refuse_unsafe_outputs(conf, [('--metrics-file', path)])
     except Exception:  # refused, or a configuration that cannot be read
         return False
     return True

@@ -21,6 +21,11 @@ from healreq.cmd import visible
 from healreq.heal.findings import Status
 from healreq.heal.findings import SUMMARY_KEYS
 
+# The option whose report policy leaves a drifted field as it is.
+_REPORT_POLICIES = (('scheduler_hints', '--hint-policy'),
+                    ('availability_zone', '--az-policy'),
+                    ('flavor', '--flavor-policy'))
+
 
 def _finding_dict(finding):
     return {
@@ -42,7 +47,8 @@ def _cell_dict(cell):
     counts = {key: getattr(cell, key) for key in SUMMARY_KEYS[1:]}
     return dict(cell_uuid=cell.uuid, name=cell.name,
                 instances_checked=cell.checked, error=cell.error,
-                flavor_outdated=cell.flavor_outdated, **counts)
+                flavor_outdated=cell.flavor_outdated,
+                reported_only=cell.reported_only, **counts)
 
 
 def _outdated_dict(finding):
@@ -155,7 +161,10 @@ def _finding_line(finding, cell_names, verbose):
 
 def _outcome(exit_code, report):
     if exit_code == 0:
-        return 'drift found' if report.dry_run else 'healed'
+        if report.dry_run:
+            return 'drift found'
+        return ('healed' if report.summary()['healed']
+                else 'drift found, nothing written')
     return {1: 'max count reached, more remain',
             2: 'needs manual attention',
             3: 'concurrent changes, run again',
@@ -185,6 +194,27 @@ def _outdated_total(summary, verbose):
                'current definition (extra specs differ; information, not '
                'drift)%s.' % (count, '' if verbose
                               else '; --verbose lists them'))
+
+
+def _closing_counts(report):
+    """What a dry run would heal; the drift of which nothing is written."""
+    summary = report.summary()
+    reported = summary['reported_only']
+    why = ''
+    if reported:
+        fields = report.reported_only_fields()
+        why = ('%d drifted instance(s) only reported under the report '
+               'policies (%s): nothing %s written for them' % (
+                   reported, ', '.join(option for field, option
+                                       in _REPORT_POLICIES
+                                       if field in fields),
+                   'is' if report.dry_run else 'was'))
+    if report.dry_run:
+        yield ('Dry run: nothing was written; %d instance(s) would be '
+               'healed%s.' % (summary['drifted'] - reported,
+                              '; ' + why if why else ''))
+    elif why:
+        yield why + '.'
 
 
 def print_error(exit_code, message):
@@ -234,10 +264,7 @@ def _text_lines(report, exit_code, verbose, list_skipped, run_id):
                % hidden)
     if report.more_remain:
         yield 'Max count reached; more instances remain: run again.'
-    summary = report.summary()
-    if report.dry_run:
-        yield ('Dry run: nothing was written; %d instance(s) would be '
-               'healed.' % summary['drifted'])
+    yield from _closing_counts(report)
     if run_id:
         yield 'Run id: %s ("nova-heal audit show %s")' % (run_id, run_id)
     yield 'Exit code %d (%s).' % (exit_code, _outcome(exit_code, report))

@@ -117,8 +117,10 @@ def _add_decision_options(parser):
                              'in reported_only, the hint is not rewritten, '
                              'other drifted fields are healed, note '
                              'same-host-left), or prune the gone uuids '
-                             'from same_host (the key goes when none is '
-                             'left; every other hint stays as it is).')
+                             'from same_host, with any entry that is not a '
+                             'string (it names no instance either; the '
+                             'change names it); the key goes when none is '
+                             'left, and every other hint stays as it is.')
     parser.add_argument('--flavor-policy',
                         choices=policies.FLAVOR_POLICIES,
                         default=policies.DEFAULT,
@@ -183,22 +185,17 @@ def _add_pacing_options(parser):
                              '%s).' % common.range_text(MIN_RATE, MAX_RATE))
 
 
-_NOT_OVER = ('Refused (exit %d) if it would replace the audit store or a '
-             'file named after it, a configuration file in use or a '
-             'Nova SQLite database.' % exception.ExitCode.INVALID_INPUT)
-
-
 def _add_output_options(parser):
     """What a run writes besides the database: report, plan, metrics."""
-    parser.add_argument('--plan', metavar='FILE',
-                        help='With --dry-run: write every change the run '
-                             'would make to FILE, for review and for '
-                             '"nova-heal apply FILE". %s' % _NOT_OVER)
-    parser.add_argument('--metrics-file', metavar='PATH',
-                        help='At the end, whatever the exit code, write '
-                             'Prometheus metrics (text format, written '
-                             'atomically) for node_exporter\'s textfile '
-                             'collector. %s' % _NOT_OVER)
+    common.add_output_option(
+        parser, '--plan', 'FILE',
+        'With --dry-run: write every change the run would make to FILE, '
+        'for review and for "nova-heal apply FILE".')
+    common.add_output_option(
+        parser, '--metrics-file', 'PATH',
+        'At the end, whatever the exit code, write Prometheus metrics '
+        '(text format, written atomically) for node_exporter\'s textfile '
+        'collector.')
     parser.add_argument('--quiet', action='store_true',
                         help='No progress line (otherwise shown on stderr '
                              'when it is a terminal: per cell, instances '

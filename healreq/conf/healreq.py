@@ -51,6 +51,22 @@ healreq_opts = [
                     'arrives while a write waits for a locked row is '
                     'honoured when that wait ends, so at most 10 seconds '
                     'are allowed.'),
+    cfg.IntOpt('database_timeout',
+               default=60,
+               min=5,
+               max=3600,
+               help='Seconds a run waits for a MySQL/MariaDB server to '
+                    'accept a connection, take a statement or begin to '
+                    'answer, beyond the lock waits that '
+                    'lock_wait_timeout allows. Behind a proxy whose server '
+                    'died, a connection stays open while nothing answers: '
+                    'a run facing a dead node then fails its statement '
+                    'within database_timeout + lock_wait_timeout seconds '
+                    'and ends with its report, needing attention, instead '
+                    'of waiting for '
+                    'the proxy\'s own timeout (an hour with kolla-ansible\'s '
+                    'settings). Set it above the longest read of one batch '
+                    'on a loaded server.'),
     cfg.IntOpt('skip_updated_within',
                default=60,
                min=0,

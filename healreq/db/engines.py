@@ -36,11 +36,13 @@ LOCK_WAIT_TIMEOUT = healreq_conf.option('healreq',
 
 
 def create_engine(url, pool_size=POOL_SIZE,
-                  lock_wait_timeout=LOCK_WAIT_TIMEOUT):
+                  lock_wait_timeout=LOCK_WAIT_TIMEOUT, answer_timeout=None):
     """Create an engine with oslo.db's settings for ``url``.
 
-    Raises ImportError if the URL's driver is not installed, ValueError if
-    the URL is invalid or names an argument the driver does not take.
+    Raises one of URL_ERRORS: ImportError if the URL's driver is not
+    installed, ValueError if the URL is invalid, names an argument the
+    driver does not take, or holds what the driver rejects before it
+    connects.
     The connection is not tried here (``max_retries=0``): an unreachable
     cell surfaces as a DBConnectionError on first use, so that the caller
     can report it and carry on with the other cells instead of waiting
@@ -48,8 +50,13 @@ def create_engine(url, pool_size=POOL_SIZE,
     ``lock_wait_timeout`` seconds for a row or table lock another session
     holds (the servers' defaults are 50 s for rows, a year for tables),
     then fails with error 1205. ``pool_size`` None keeps oslo.db's pool,
-    ``lock_wait_timeout`` None the server's lock waits. PyMySQL's
-    connections share their default TLS context (see healreq.db.tls).
+    ``lock_wait_timeout`` None the server's lock waits. With
+    ``answer_timeout`` (``[healreq]/database_timeout``), a PyMySQL
+    connection waits at most that long to connect, and that long plus
+    the lock wait for a statement to be sent or answered: a server that
+    died behind a proxy fails the statement instead of hanging it.
+    PyMySQL's connections share their default TLS context (see
+    healreq.db.tls).
     """
     pool = {} if pool_size is None else dict(max_pool_size=pool_size,
                                              max_overflow=0)
@@ -57,11 +64,25 @@ def create_engine(url, pool_size=POOL_SIZE,
                                    mysql_sql_mode='TRADITIONAL', **pool)
     check_connect_arguments(engine)
     if engine.dialect.driver == 'pymysql':
+        _check_pymysql_accepts(engine)
+        if answer_timeout:
+            _bound_answers(engine, answer_timeout,
+                           answer_timeout + (lock_wait_timeout or 0))
         from healreq.db import tls  # imports PyMySQL, as the dialect did
         sa.event.listen(engine, 'do_connect', tls.connect)
     if engine.dialect.name == 'mysql' and lock_wait_timeout:
         _bound_lock_waits(engine, int(lock_wait_timeout))
     return engine
+
+
+def _bound_answers(engine, connect_seconds, statement_seconds):
+    # Before the listener that connects: it only sets the arguments,
+    # unless the URL's query string set them already.
+    @sa.event.listens_for(engine, 'do_connect')
+    def _set_timeouts(dialect, connection_record, cargs, cparams):
+        cparams.setdefault('connect_timeout', connect_seconds)
+        cparams.setdefault('read_timeout', statement_seconds)
+        cparams.setdefault('write_timeout', statement_seconds)
 
 
 def _bound_lock_waits(engine, seconds):
@@ -170,6 +191,36 @@ def check_connect_arguments(engine):
     except TypeError as exc:
         raise ValueError('the %s driver does not take these arguments: '
                          '%s' % (dialect.driver, exc)) from None
+
+
+def _check_pymysql_accepts(engine):
+    """Raise ValueError if PyMySQL would refuse the URL before connecting.
+
+    PyMySQL checks its arguments only when it connects, and then fails
+    with errors that do not name the URL (an AttributeError for an
+    unknown charset): a connection that is built but never opened shows
+    them at once. The password is never quoted.
+    """
+    from healreq.db import tls  # imports PyMySQL, as the dialect did
+    from pymysql import charset as charsets
+    args, kwargs = engine.dialect.create_connect_args(engine.url)
+    charset = kwargs.get('charset')
+    if charset and charsets.charset_by_name(charset) is None:
+        raise ValueError('the pymysql driver does not know charset %r'
+                         % charset)
+    try:
+        tls.Connection(*args, defer_connect=True, **kwargs)
+    except UnicodeError:
+        raise ValueError('the pymysql driver cannot send its user or '
+                         'password (a password must be Latin-1 text)'
+                         ) from None
+    except Exception as exc:
+        raise ValueError('the pymysql driver rejects it: %s'
+                         % exception.first_line(exc)) from None
+
+
+# What creating an engine raises for a URL that cannot be used.
+URL_ERRORS = (sa.exc.ArgumentError, ValueError, ImportError)
 
 
 def describe_error(exc):

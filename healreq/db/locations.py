@@ -50,6 +50,16 @@ def sqlite_file(url):
     return os.path.abspath(path)
 
 
+def audit_store_url(conf):
+    """The audit store's URL, from the configuration ``conf``.
+
+    ``[healreq]/audit_connection``, else the SQLite file
+    ``audit.sqlite`` under ``[healreq]/state_path``.
+    """
+    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
+        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
+
+
 def location(url):
     """What identifies the database ``url`` names; None if it names none.
 

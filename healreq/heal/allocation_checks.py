@@ -22,6 +22,7 @@ add freely, never rename or reuse one.
 
 import dataclasses
 
+from healreq.heal import decisions
 from healreq import nova_constants
 
 MISMATCH = 'mismatch'
@@ -70,6 +71,9 @@ ALLOCATION_REASONS = {
             'source and the destination until then',
     },
     SKIPPED: {
+        'not-scheduled':
+            'its instance mapping names no cell yet and no cell holds it: '
+            'Nova is still scheduling it',
         'task-in-progress': 'task_state is set: an operation is in flight',
         'building': 'vm_state is building',
         'resize-awaiting-confirm':
@@ -97,6 +101,12 @@ ALLOCATION_REASONS = {
             'no live compute node has the instance\'s host and node',
         'derivation-failed':
             'the resources of the flavor and image cannot be derived',
+        'instance-mapped-elsewhere':
+            '--instance only: the instance mapping points to another cell '
+            'than the one holding the instance, or to none, while no '
+            'operation is in flight (an instance in flight is judged by '
+            'its skip rule first, as request-specs does); its allocations '
+            'are not compared',
     },
 }
 
@@ -349,6 +359,28 @@ def error_result(record, reason, message):
     """The AllocationResult of an instance that cannot be evaluated."""
     return AllocationResult(record.instance['uuid'], record.cell_uuid,
                             ERROR, reason=reason, message=message)
+
+
+def unscheduled_result(instance_uuid):
+    """The AllocationResult of an instance Nova has not scheduled yet."""
+    return AllocationResult(instance_uuid, None, SKIPPED,
+                            reason='not-scheduled',
+                            message='the instance mapping has no cell yet')
+
+
+def misplaced_result(record, mapping, cell):
+    """The error of an instance found in a cell its mapping does not name.
+
+    None if ``mapping`` (its instance_mappings row) names ``cell``, or if
+    an operation is in flight: Nova moves the mapping during some, and
+    request-specs, whose wording this is, skips the instance first too.
+    """
+    if skip_reason(record) is not None:
+        return None
+    problem = decisions.mapping_problem(mapping, cell)
+    if problem is None:
+        return None
+    return error_result(record, *problem)
 
 
 def orphan_result(cell_uuid, instance, migration, found):

@@ -218,14 +218,24 @@ def evaluate(record, cell, now, settings, profile=None):
 
 
 def _same_host_left(spec, record, changes):
-    """The note of a same_host hint left as it is, other fields healed."""
+    """The note of a same_host hint left as it is, the rest healed.
+
+    The rest may be the internal hints of the same scheduler_hints.
+    """
     gone = field_checks.gone_same_host(spec, record.gone_instances)
+    healed = [c.field for c in changes
+              if c.rewritten and c.field != 'scheduler_hints']
+    parts = []
+    if any(c.field == 'scheduler_hints' and c.rewritten for c in changes):
+        parts.append('the internal hints %s are removed' % ', '.join(
+            field_checks.internal_hints(spec.data['scheduler_hints'])))
+    if healed:
+        parts.append('%s %s healed' % (', '.join(healed),
+                                       'is' if len(healed) == 1 else 'are'))
     return Note('same-host-left', (
         'the same_host hint names %s, gone (same-host-gone), and is left '
-        'as --hint-policy report says; only %s %s healed'
-        % (', '.join(gone), ', '.join(c.field for c in changes
-                                      if c.rewritten),
-           'is' if sum(c.rewritten for c in changes) == 1 else 'are')))
+        'as --hint-policy report says; only %s'
+        % (', '.join(gone), ' and '.join(parts))))
 
 
 def _flavor_left(changes, propagated):
@@ -430,20 +440,27 @@ def _check_mapping(record, cell):
 
     Deleted and hidden instances were skipped before.
     """
-    mapping = record.mapping
+    problem = mapping_problem(record.mapping, cell)
+    if problem is not None:
+        raise _Decided(Status.ERROR, *problem)
+
+
+def mapping_problem(mapping, cell):
+    """``(reason, detail)`` unless instance mapping ``mapping`` names ``cell``.
+
+    ``cell`` holds the instance, which has no operation in flight.
+    """
     if mapping is None:
-        raise _Decided(Status.ERROR, 'instance-not-mapped',
-                       'no instance_mappings row; see nova-manage cell_v2 '
-                       'verify_instance')
+        return ('instance-not-mapped', 'no instance_mappings row; see '
+                'nova-manage cell_v2 verify_instance')
     if mapping['cell_id'] is None:
-        raise _Decided(Status.ERROR, 'instance-mapped-elsewhere',
-                       'the instance mapping names no cell, but the '
-                       'instance is in this one with no operation in '
-                       'flight')
+        return ('instance-mapped-elsewhere', 'the instance mapping names no '
+                'cell, but the instance is in this one with no operation '
+                'in flight')
     if mapping['cell_id'] != cell['id']:
-        raise _Decided(Status.ERROR, 'instance-mapped-elsewhere',
-                       'the instance mapping points to cell id %s'
-                       % mapping['cell_id'])
+        return ('instance-mapped-elsewhere', 'the instance mapping points to '
+                'cell id %s' % mapping['cell_id'])
+    return None
 
 
 def _skip_unless_forced(skip, settings, finding):
@@ -611,6 +628,11 @@ def _same_host_gone(spec, record):
     else:
         effect = ('SameHostFilter passes only the hosts of the others it '
                   'names')
+    not_uuids = field_checks.not_uuids(spec.data.get('scheduler_hints'))
+    if not_uuids:
+        effect += ('; it also holds %s, which name no instance (not '
+                   'strings)' % ', '.join(primitive.short(entry)
+                                          for entry in not_uuids))
     return ('same-host-gone', 'the same_host hint names %s, which no '
             'longer exist in any cell; %s' % (', '.join(gone), effect))
 

@@ -829,10 +829,35 @@ def gone_same_host(spec, gone_instances):
         if uuid in gone_instances]
 
 
+def not_uuids(hints):
+    """The entries of the same_host hint that are not strings.
+
+    Nova's scheduler takes each entry for an instance uuid: these name no
+    instance, live or gone.
+    """
+    value = hints.get(SAME_HOST) if isinstance(hints, dict) else None
+    if not isinstance(value, list):
+        return []
+    return [entry for entry in value if not isinstance(entry, str)]
+
+
+def _not_uuids_label(hints):
+    """The words naming the same_host entries that are not strings."""
+    entries = not_uuids(hints)
+    if not entries:
+        return []
+    return ['same_host %s %s %s' % (
+        'entry' if len(entries) == 1 else 'entries',
+        ', '.join(primitive.short(entry) for entry in entries),
+        'is not an instance uuid' if len(entries) == 1
+        else 'are not instance uuids')]
+
+
 def without_gone(hints, gone):
     """``hints`` with the ``gone`` uuids out of same_host.
 
-    The key goes when no uuid is left; every other hint is kept as it is.
+    The entries that are not strings go too (see ``not_uuids``); the key
+    goes when no uuid is left; every other hint is kept as it is.
     """
     pruned = dict(hints)
     kept = [uuid for uuid in hinted_instances(hints, SAME_HOST)
@@ -895,8 +920,10 @@ def check_scheduler_hints(spec, inputs, profile):
     SameHostFilter passes only hosts that run an instance the same_host
     hint names: once every one is gone, every move ends in NoValidHost.
     That hint is what the user asked for, so the uuids of gone instances
-    are removed only as --hint-policy says (prune); the key goes when
-    none is left. Every other hint is kept as stored.
+    are removed only as --hint-policy says (prune), with the entries that
+    are not strings (they name no instance either, and the change names
+    them); the key goes when none is left. Every other hint is kept as
+    stored.
     """
     hints = spec.data.get('scheduler_hints')
     internal = internal_hints(hints)
@@ -912,12 +939,14 @@ def check_scheduler_hints(spec, inputs, profile):
         kept = [uuid for uuid in hinted_instances(hints, SAME_HOST)
                 if uuid not in gone]
         before.append('same_host names %s, gone' % ', '.join(gone))
+        before.extend(_not_uuids_label(hints))
         pruned = ('same_host %s' % ', '.join(kept) if kept
                   else 'no same_host hint')
         after.append(pruned if prune else
                      '%s (not rewritten: --hint-policy report)' % pruned)
     change = FieldChange('scheduler_hints', '; '.join(before),
-                         '; '.join(after), rewritten=bool(internal) or prune)
+                         '; '.join(after), rewritten=bool(internal) or prune,
+                         partly_reported=bool(internal and gone) and not prune)
     if not change.rewritten:
         return change, {}
     written = {key: value for key, value in hints.items()

@@ -82,9 +82,10 @@ REASONS = {
             'the detail names them. SameHostFilter passes only hosts that '
             'run an instance the hint names, so once all are gone every '
             'move ends in NoValidHost. Rewritten only as --hint-policy '
-            'says (prune: the gone uuids are removed, and the key when '
-            'none is left); with report it counts as drift and nothing is '
-            'written',
+            'says (prune: the gone uuids are removed, with any entry '
+            'that is not a string, which names no instance either and '
+            'which the change names, and the key when none is left); with '
+            'report it counts as drift and nothing is written',
         'flavor-propagated':
             'the spec\'s flavor equals the instance\'s embedded flavor '
             '(instance_extra.flavor["cur"]) in everything but extra specs, '
@@ -259,8 +260,9 @@ REASONS = {
             'example an operation started, or the instance mapping of a '
             'spec being recreated moved to another cell); left alone',
         'spec-locked':
-            'another session held a lock on the request_specs row for '
-            'longer than [healreq]/lock_wait_timeout; left alone',
+            'another session held a lock on the request_specs row (or, '
+            'for a spec being recreated, on the instance_mappings row) '
+            'for longer than [healreq]/lock_wait_timeout; left alone',
         'spec-contended':
             'the write of the request_specs row kept colliding with '
             'concurrent writes of other sessions (deadlocks, or Galera '
@@ -294,8 +296,10 @@ NOTES = {
     'same-host-left':
         'the same_host hint names gone instances (same-host-gone) and is '
         'left as --hint-policy report says, while the other drifted '
-        'fields are healed: scheduler_hints stays in drift and in '
-        'reported_only, and the next run reports the hint again',
+        'fields are healed (Nova\'s internal hints, if the spec holds '
+        'any, are removed from the same scheduler_hints): scheduler_hints '
+        'stays in drift and in reported_only, and the next run reports '
+        'the hint again',
     'same-host-unverified':
         'the same_host hint names instances that no cell which could be '
         'read holds live, and a cell could not be read (the detail names '
@@ -336,11 +340,15 @@ class FieldChange:
 
     ``rewritten`` is False for drift that is only reported (a zone pin
     under --az-policy report): it counts, and nothing is written for it.
+    ``partly_reported`` marks a rewritten field part of whose drift is
+    only reported (internal hints removed, a gone same_host kept under
+    --hint-policy report): it is listed as both.
     """
     field: str
     before: str
     after: str
     rewritten: bool = True
+    partly_reported: bool = False
 
     def __str__(self):
         return '%s: %s -> %s' % (self.field, self.before, self.after)
@@ -368,14 +376,23 @@ class Finding:
 
     @property
     def reported_only(self):
-        """The drifted fields that are reported and never written."""
+        """The drifted fields whose drift, or part of it, is never written."""
         return [change.field for change in self.changes
-                if not change.rewritten]
+                if not change.rewritten or change.partly_reported]
 
     @property
     def rewritten(self):
         """The drifted fields a heal writes (with --dry-run: would)."""
         return [change.field for change in self.changes if change.rewritten]
+
+    @property
+    def only_reported(self):
+        """Whether this is drift of which nothing is written, or would be.
+
+        Every drifted field is only reported, as its policy says.
+        """
+        return (self.status is Status.DRIFTED and bool(self.changes)
+                and not self.rewritten)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,11 +452,15 @@ class CellReport:
     error: str = None
     # Instances whose embedded flavor is older than its definition.
     flavor_outdated: int = 0
+    # Drifted instances of which nothing is written (only reported).
+    reported_only: int = 0
 
     def count(self, finding):
         self.checked += 1
         if finding.flavor_outdated:
             self.flavor_outdated += 1
+        if finding.only_reported:
+            self.reported_only += 1
         attribute = {Status.CONSISTENT: 'consistent',
                      Status.DRIFTED: 'drifted',
                      Status.HEALED: 'healed',
@@ -480,7 +501,14 @@ class RunReport:
         totals['cells_failed'] = sum(1 for c in self.cells if c.error)
         totals['flavor_outdated'] = sum(c.flavor_outdated
                                         for c in self.cells)
+        totals['reported_only'] = sum(c.reported_only for c in self.cells)
         return totals
+
+    def reported_only_fields(self):
+        """The fields of the drift of which nothing is written, sorted."""
+        return sorted({field for finding in self.findings
+                       if finding.only_reported
+                       for field in finding.reported_only})
 
 
 def keep(finding, findings, notices, outdated=None):

@@ -24,12 +24,19 @@ migration are counted (``unattributed``), never judged: they may belong
 to another cell, to a cell not selected, or to a service other than
 Nova.
 
-``stop_check()`` is called after each batch and each page of consumers:
+``stop_check()`` is called after each batch, each cell and each page of
+consumers, and while a read waits (for a lock another session holds):
 when it raises (e.g. exception.Interrupted, on a signal), the walk ends
-and the exception carries the report of what was checked so far.
+at once, reads nothing more, and the exception carries the report of
+what was checked so far.
+
+``--instance`` is checked in the cell that holds it, as request-specs
+finds it: the mapped cell, else the others (an error,
+``instance-mapped-elsewhere``, unless an operation is in flight).
 """
 
 import dataclasses
+import functools
 
 from oslo_log import log as logging
 
@@ -96,50 +103,113 @@ class AllocationWalk(object):
         # Read only: a release healreq would not write for still derives.
         self.release = detection.release or releases.LATEST
         self.report.release = self.release
-        with exception.reraised_as(exception.PlacementDatabaseError):
-            with self.placement_engine.connect() as conn:
-                self._classes = placement_queries.get_resource_classes(conn)
+        self._classes = self._placement(
+            placement_queries.get_resource_classes)
+        if self.instance_uuid:
+            self._walk_instance(cells[0] if cells else None)
+            return self.report
         walked = []
         for cell in cells:
-            try:
-                self._walk_cell(cell)
+            if self._walked(cell, self._walk_cell):
                 walked.append(cell)
-            except exception.CellDatabaseError as exc:
-                self.report.cell_errors.append(
-                    {'cell_uuid': cell['uuid'], 'error': str(exc)})
-            except exception.DB_ERRORS as exc:
-                self.report.cell_errors.append(
-                    {'cell_uuid': cell['uuid'],
-                     'error': str(records.cell_error(cell, exc))})
-        if not self.instance_uuid:
-            self._attribute_the_rest(walked)
+            # A read that failed may have outlasted a signal.
+            self.stop_check()
+        self._attribute_the_rest(walked)
         return self.report
 
-    def _walk_cell(self, cell):
-        engine = self.context.cell_engine(cell)
+    def _walked(self, cell, walk):
+        """``walk(cell, engine)``'s result; None if the cell failed.
+
+        The failure is reported as the cell's error.
+        """
         try:
-            with engine.connect() as conn:
-                nodes = cell_queries.get_compute_nodes(conn)
-                if self.instance_uuid:
-                    found = cell_queries.get_allocation_instances(
-                        conn, [self.instance_uuid])
-                    page = list(found.values())
-                    if page:
-                        self._batch(cell, page, self._read_batch(
-                            engine, page), nodes)
-                    return
-                batches = read_threads.loaded(
-                    _pages(conn, self.batch_size),
-                    lambda page: (page, self._read_batch(engine, page)),
-                    LOADERS)
-                try:
-                    for page, read in batches:
-                        self._batch(cell, page, read, nodes)
-                        self._between_batches()
-                finally:
-                    batches.close()
+            return walk(cell, self.context.cell_engine(cell))
+        except exception.CellDatabaseError as exc:
+            error = exc
+        except exception.DB_ERRORS as exc:
+            error = records.cell_error(cell, exc)
         finally:
             self.context.release(cell)
+        self.report.cell_errors.append({'cell_uuid': cell['uuid'],
+                                        'error': str(error)})
+        return None
+
+    def _walk_cell(self, cell, engine):
+        nodes = self._query(engine, cell_queries.get_compute_nodes)
+        batches = read_threads.loaded(
+            _pages(functools.partial(self._query, engine), self.batch_size),
+            lambda page: (page, self._read_batch(engine, page)),
+            LOADERS, self.stop_check)
+        try:
+            for page, read in batches:
+                self._batch(cell, page, read, nodes)
+                self._between_batches()
+        finally:
+            batches.close()
+        return True
+
+    def _walk_instance(self, mapped):
+        """Check --instance in the cell that holds it.
+
+        ``mapped`` is the cell its mapping names (None: none, or one not
+        in cell_mappings). If it does not hold the instance, the other
+        cells are read as request-specs reads them
+        (RunContext.find_elsewhere: skipped as not scheduled if none holds
+        it and its mapping names no cell yet, else InvalidInput).
+        """
+        if mapped is not None:
+            held = self._walked(mapped, self._check_if_held)
+            if held is not False:
+                return  # checked there, or the cell's failure reported
+        found = self.context.find_elsewhere(
+            self.instance_uuid, mapped, self._read_instance)
+        if found is None:
+            self.report.add(checks.unscheduled_result(self.instance_uuid))
+            return
+        cell, _, page = found
+        mapping = self.context.instance_mapping(self.instance_uuid)
+        self._walked(cell, functools.partial(self._check_page, page=page,
+                                             mapping=mapping))
+
+    def _check_if_held(self, cell, engine):
+        """Check --instance if ``cell`` holds it; whether it does."""
+        page = self._read_instance(cell, engine)
+        if page:
+            self._check_page(cell, engine, page)
+        return bool(page)
+
+    def _read_instance(self, cell, engine):
+        """The row of --instance in ``cell``'s database, in a list (or [])."""
+        return list(self._query(engine, cell_queries.get_allocation_instances,
+                                [self.instance_uuid]).values())
+
+    def _check_page(self, cell, engine, page, mapping=None):
+        """Check the instance of --instance, whose row is ``page``.
+
+        ``mapping``, its instance mapping, is given when the cell was
+        found by looking beyond the cell the mapping names.
+        """
+        nodes = self._query(engine, cell_queries.get_compute_nodes)
+        read = read_threads.interruptible(
+            functools.partial(self._read_batch, engine, page), self.stop_check)
+        self._batch(cell, page, read, nodes, mapping)
+
+    def _query(self, engine, query, *args):
+        """``query(conn, *args)`` on a connection of ``engine``.
+
+        Run in a thread of its own, ``stop_check()`` called meanwhile: a
+        read waiting for a lock another session holds does not keep a
+        signal waiting (see read_threads.interruptible).
+        """
+        def read():
+            with engine.connect() as conn:
+                return query(conn, *args)
+        return read_threads.interruptible(read, self.stop_check)
+
+    def _placement(self, query, *args):
+        """``query(conn, *args)`` on the Placement database, so run."""
+        with exception.reraised_as(exception.PlacementDatabaseError):
+            return self._query(self.placement_engine, query, *args)
 
     def _read_batch(self, engine, instances):
         """A page's rows of every table, Placement's allocations included.
@@ -163,7 +233,7 @@ class AllocationWalk(object):
                     placement, read.consumers, self._classes)
         return read
 
-    def _batch(self, cell, instances, read, nodes):
+    def _batch(self, cell, instances, read, nodes, mapping=None):
         self._attributed.update(read.consumers)
         found = read.found
         for instance in instances:
@@ -177,7 +247,10 @@ class AllocationWalk(object):
                 compute_node=nodes.get((instance['host'], instance['node'])),
                 found=own)
             self.report.instances_checked += 1
-            self.report.add(self._evaluate(
+            result = None
+            if mapping is not None:
+                result = checks.misplaced_result(record, mapping, cell)
+            self.report.add(result or self._evaluate(
                 record, read.extras.get(uuid, []),
                 read.sysmeta.get(uuid, []),
                 (read.roots.get(uuid) or [None])[0]))
@@ -242,10 +315,8 @@ class AllocationWalk(object):
         """
         after = ''
         while True:
-            with exception.reraised_as(exception.PlacementDatabaseError):
-                with self.placement_engine.connect() as conn:
-                    page = placement_queries.get_consumer_page(
-                        conn, after, self.batch_size)
+            page = self._placement(placement_queries.get_consumer_page,
+                                   after, self.batch_size)
             if not page:
                 return
             after = page[-1]
@@ -265,14 +336,8 @@ class AllocationWalk(object):
                 break
             engine = self.context.cell_engine(cell)
             try:
-                with engine.connect() as conn:
-                    migrations = cell_queries.get_migrations_by_uuid(
-                        conn, sorted(remaining))
-                    instances = cell_queries.get_allocation_instances(
-                        conn, sorted(remaining - set(migrations)))
-                    owners = cell_queries.get_allocation_instances(
-                        conn, sorted({m['instance_uuid']
-                                      for m in migrations.values()}))
+                migrations, instances, owners = self._query(
+                    engine, _consumers_known, remaining)
             except exception.DB_ERRORS as exc:
                 self.report.cell_errors.append(
                     {'cell_uuid': cell['uuid'],
@@ -281,10 +346,8 @@ class AllocationWalk(object):
             finally:
                 self.context.release(cell)
             known = sorted(set(migrations) | set(instances))
-            with exception.reraised_as(exception.PlacementDatabaseError):
-                with self.placement_engine.connect() as conn:
-                    found = placement_queries.get_allocations(
-                        conn, known, self._classes)
+            found = self._placement(placement_queries.get_allocations, known,
+                                    self._classes)
             for uuid, migration in sorted(migrations.items()):
                 if uuid in found:
                     self.report.add(checks.orphan_result(
@@ -304,16 +367,34 @@ def _no_stop():
     pass
 
 
-def _pages(conn, batch_size):
-    """The cell's live instances, page by page (keyset pagination)."""
+def _pages(query, batch_size):
+    """The cell's live instances, page by page (keyset pagination).
+
+    ``query(function, *args)`` runs a function of cell_queries on the
+    cell.
+    """
     after = 0
     while True:
-        page = cell_queries.get_allocation_instance_page(
-            conn, after, batch_size)
+        page = query(cell_queries.get_allocation_instance_page, after,
+                     batch_size)
         if not page:
             return
         yield page
         after = page[-1]['id']
+
+
+def _consumers_known(conn, consumers):
+    """The cell's migrations and instances among ``consumers``.
+
+    ``(migrations, instances, owners)``, each by uuid; ``owners`` are
+    the instances of those migrations.
+    """
+    migrations = cell_queries.get_migrations_by_uuid(conn, sorted(consumers))
+    instances = cell_queries.get_allocation_instances(
+        conn, sorted(set(consumers) - set(migrations)))
+    owners = cell_queries.get_allocation_instances(
+        conn, sorted({m['instance_uuid'] for m in migrations.values()}))
+    return migrations, instances, owners
 
 
 @dataclasses.dataclass

@@ -36,25 +36,30 @@ class RunContext(object):
 
     ``reference_url`` is ``[database]/connection`` (cell URL templates
     are formatted from it), ``lock_wait_timeout`` bounds every lock wait
-    on the cells' databases (``[healreq]/lock_wait_timeout``),
+    on the cells' databases (``[healreq]/lock_wait_timeout``) and
+    ``answer_timeout`` every other wait for them
+    (``[healreq]/database_timeout``, see engines.create_engine),
     ``target_release`` is the release the operator named (None: detect
     it), ``service_down_time`` judges services up or down.
     """
 
     def __init__(self, api_engine, reference_url,
                  lock_wait_timeout=engines.LOCK_WAIT_TIMEOUT,
+                 answer_timeout=None,
                  clock=clock_module.utcnow, target_release=None,
                  service_down_time=records.SERVICE_DOWN_TIME):
         self.api_engine = api_engine
         self.reference_url = reference_url
         self.lock_wait_timeout = lock_wait_timeout
+        self.answer_timeout = answer_timeout
         self.clock = clock
         self.target_release = target_release
         self.service_down_time = service_down_time
         self.detection = None
         self.profile = None
         self._connect = functools.partial(
-            engines.create_engine, lock_wait_timeout=lock_wait_timeout)
+            engines.create_engine, lock_wait_timeout=lock_wait_timeout,
+            answer_timeout=answer_timeout)
         self._cells = None
         self._engines = {}
         self._lock = threading.Lock()
@@ -78,15 +83,7 @@ class RunContext(object):
         """
         cells = self.cells()
         if instance_uuid:
-            with exception.reraised_as(exception.ApiDatabaseError):
-                with self.api_engine.connect() as conn:
-                    mapping = api_queries.get_instance_mapping(
-                        conn, instance_uuid)
-            if mapping is None:
-                raise exception.InvalidInput(
-                    'instance %s has no instance mapping; check the '
-                    'UUID or run nova-manage cell_v2 verify_instance'
-                    % instance_uuid)
+            mapping = self.instance_mapping(instance_uuid)
             return [c for c in cells if c['id'] == mapping['cell_id']]
         if cell_uuid:
             selected = [c for c in cells if c['uuid'] == cell_uuid]
@@ -99,6 +96,57 @@ class RunContext(object):
                     'scheduled; nothing to heal there')
             return selected
         return [c for c in cells if c['uuid'] != nova_constants.CELL0_UUID]
+
+    def instance_mapping(self, instance_uuid):
+        """The instance_mappings row of ``instance_uuid``.
+
+        InvalidInput if it has none.
+        """
+        with exception.reraised_as(exception.ApiDatabaseError):
+            with self.api_engine.connect() as conn:
+                mapping = api_queries.get_instance_mapping(conn, instance_uuid)
+        if mapping is None:
+            raise exception.InvalidInput(
+                'instance %s has no instance mapping; check the UUID or run '
+                'nova-manage cell_v2 verify_instance' % instance_uuid)
+        return mapping
+
+    def find_elsewhere(self, instance_uuid, mapped_cell, read):
+        """The cell holding --instance when its mapped cell does not.
+
+        A full walk finds an instance where its row is, whatever cell its
+        mapping names; so does --instance. ``mapped_cell`` was read
+        already (None: the mapping names no cell, or an unknown one);
+        every other cell but cell0 is read in turn with ``read(cell,
+        engine)``, which returns the instance's rows or nothing, and the
+        cells that cannot be read are passed over. Returns ``(cell,
+        engine, rows)``; the caller releases the cell. None if no cell
+        holds it and its mapping names no cell yet (Nova is building it:
+        it is not scheduled); InvalidInput if no cell holds it otherwise.
+        """
+        passed = {nova_constants.CELL0_UUID,
+                  mapped_cell and mapped_cell['uuid']}
+        for cell in self.cells():
+            if cell['uuid'] in passed:
+                continue
+            try:
+                engine = self.cell_engine(cell)
+                found = read(cell, engine)
+            except exception.DB_ERRORS + (exception.CellDatabaseError,):
+                self.release(cell)
+                continue
+            if found:
+                return cell, engine, found
+            self.release(cell)
+        if mapped_cell is None:
+            if self.instance_mapping(instance_uuid)['cell_id'] is None:
+                return None
+            raise exception.InvalidInput(
+                'instance %s is in no cell database and its instance '
+                'mapping names no cell of cell_mappings' % instance_uuid)
+        raise exception.InvalidInput(
+            'instance %s is mapped to cell %s but is not in its database'
+            % (instance_uuid, mapped_cell['uuid']))
 
     def learn_release(self):
         """Establish the Nova release whose rules the run applies.
@@ -141,7 +189,8 @@ class RunContext(object):
         return reader_process.ReadSpec(
             cell=dict(cell), cell_url=_full_url(self.cell_engine(cell)),
             api_url=_full_url(self.api_engine), batch_size=batch_size,
-            fields=tuple(fields), lock_wait_timeout=self.lock_wait_timeout)
+            fields=tuple(fields), lock_wait_timeout=self.lock_wait_timeout,
+            answer_timeout=self.answer_timeout)
 
     def release(self, cell):
         """Close ``cell``'s connections (a walk moves on to the next cell)."""

@@ -17,20 +17,46 @@ be (healreq.protected).
 """
 
 import contextlib
-import os
-
-import sqlalchemy.exc
 
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
 from healreq.db import api_queries
 from healreq.db import engines
+from healreq.db import locations
 from healreq.db import urls
 from healreq import exception
 from healreq.exception import ExitCode
 from healreq import masking
 from healreq.protected import Protected
+from healreq.protected import refuse_unsafe_outputs
 from healreq.run import allocation_walk
+
+
+def waits(conf):
+    """The bounds of every wait for a database under ``conf``.
+
+    engines.create_engine's keyword arguments: ``lock_wait_timeout``
+    and ``answer_timeout`` (``[healreq]/database_timeout``).
+    """
+    return dict(lock_wait_timeout=conf.healreq.lock_wait_timeout,
+                answer_timeout=conf.healreq.database_timeout)
+
+
+def create_engine(option, url, **kwargs):
+    """The engine of ``url``, the value of configuration ``option``.
+
+    The one way every database URL of the configuration becomes an
+    engine: a URL that is invalid, names a driver that is not installed,
+    or holds what the driver rejects before it connects (a password it
+    cannot send, an unknown charset) raises InvalidInput (exit 127) in
+    one line that names the option; ``kwargs`` go to
+    engines.create_engine.
+    """
+    try:
+        return engines.create_engine(url, **kwargs)
+    except engines.URL_ERRORS as exc:
+        raise exception.InvalidInput('invalid %s: %s' % (
+            option, masking.mask_password(engines.describe_error(exc))))
 
 
 @contextlib.contextmanager
@@ -39,13 +65,9 @@ def api_database(conf, pool_size=engines.POOL_SIZE):
     if not conf.api_database.connection:
         raise exception.InvalidInput('[api_database]/connection is not set; '
                                      'pass --config-file /etc/nova/nova.conf')
-    try:
-        engine = engines.create_engine(
-            conf.api_database.connection, pool_size=pool_size,
-            lock_wait_timeout=conf.healreq.lock_wait_timeout)
-    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
-        raise exception.InvalidInput('invalid [api_database]/connection: '
-                                     '%s' % engines.describe_error(exc))
+    engine = create_engine(
+        '[api_database]/connection', conf.api_database.connection,
+        pool_size=pool_size, **waits(conf))
     try:
         yield engine
     finally:
@@ -53,34 +75,32 @@ def api_database(conf, pool_size=engines.POOL_SIZE):
 
 
 @contextlib.contextmanager
-def checked_api_database(conf, audit, files=(), protected=None,
+def checked_api_database(conf, outputs=(), uses_store=True,
                          pool_size=engines.POOL_SIZE):
     """The API database engine, once the cells' databases are protected.
 
-    The cell mappings are read first: the configured audit store must not
-    be one of the cells' databases (unless ``audit`` is given instead),
-    and no output ``files`` ((option, path) pairs) may replace a cell's
-    SQLite file. ``protected`` is the configuration's, if known.
+    The cell mappings are read first: no output file (``outputs``,
+    (option, path) pairs) may replace a cell's database
+    (protected.refuse_unsafe_outputs), and, where the command
+    ``uses_store``, the configured audit store must not be one of them.
     """
-    if protected is None:
-        protected = Protected.configured(conf)
+    store_url = audit_url(conf)
+    protected = refuse_unsafe_outputs(conf, outputs, cells_next=True)
     with api_database(conf, pool_size) as api_engine:
-        if audit is None or any(path for _, path in files):
+        if uses_store or any(path for _, path in outputs):
             with exception.reraised_as(exception.ApiDatabaseError):
                 with api_engine.connect() as conn:
                     cells = api_queries.get_cells(conn)
             with_cells = protected.with_cells(cells,
                                               conf.database.connection)
-            if audit is None:
-                with_cells.check_store(audit_url(conf))
-            with_cells.check_outputs(files, audit_url(conf))
+            if uses_store:
+                with_cells.check_store(store_url)
+            with_cells.check_outputs(outputs)
         yield api_engine
 
 
-def audit_url(conf):
-    """The audit store's URL: ``audit_connection`` or under state_path."""
-    return conf.healreq.audit_connection or 'sqlite:///%s' % os.path.join(
-        os.path.abspath(conf.healreq.state_path), 'audit.sqlite')
+# The audit store's URL: [healreq]/audit_connection or under state_path.
+audit_url = locations.audit_store_url
 
 
 _AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
@@ -116,7 +136,8 @@ def open_audit(conf, read_only=False, check_cells=False):
             store = audit_store.open_read_only(url)
             if store is not None:
                 return store
-        return audit_store.AuditStore(url)
+        return audit_store.AuditStore(
+            url, answer_timeout=conf.healreq.database_timeout)
     except _AUDIT_OPEN_ERRORS as exc:
         reason = engines.describe_error(exc)
         if read_only and (isinstance(exc, OSError)
@@ -145,16 +166,11 @@ def opened_audit(conf, store=None):
 @contextlib.contextmanager
 def placement_database(conf):
     """The engine of ``[placement_database]/connection``."""
-    try:
-        # A connection for each of the walk's loaders.
-        engine = engines.create_engine(
-            conf.placement_database.connection,
-            pool_size=allocation_walk.LOADERS,
-            lock_wait_timeout=conf.healreq.lock_wait_timeout)
-    except (sqlalchemy.exc.ArgumentError, ValueError, ImportError) as exc:
-        raise exception.InvalidInput(
-            'invalid [placement_database]/connection: %s'
-            % engines.describe_error(exc))
+    # A connection for each of the walk's loaders.
+    engine = create_engine(
+        '[placement_database]/connection',
+        conf.placement_database.connection,
+        pool_size=allocation_walk.LOADERS, **waits(conf))
     try:
         yield engine
     finally:

@@ -75,7 +75,7 @@ def waited(future, stop_check=_no_stop):
             stop_check()
 
 
-def loaded(pages, load, loaders):
+def loaded(pages, load, loaders, stop_check=_no_stop):
     """Yield ``load(page)`` for each of ``pages``, in order.
 
     Up to ``loaders`` pages are loaded at once, each in a thread of its
@@ -85,7 +85,8 @@ def loaded(pages, load, loaders):
     meanwhile, and loads sharing the process would make it wait longer.
     An exception of ``load`` is raised when its page's turn comes; closing
     the generator cancels the loads not started and leaves those under
-    way to finish on their own (their results are dropped).
+    way to finish on their own (their results are dropped). A load is
+    waited for as ``waited`` waits, calling ``stop_check``.
     """
     pending = collections.deque()
     first = True
@@ -94,9 +95,9 @@ def loaded(pages, load, loaders):
             pending.append(started(load, page))
             if first or len(pending) == loaders:
                 first = False
-                yield pending.popleft().result()
+                yield waited(pending.popleft(), stop_check)
         while pending:
-            yield pending.popleft().result()
+            yield waited(pending.popleft(), stop_check)
     finally:
         for future in pending:
             future.cancel()

@@ -26,8 +26,10 @@ next cell's first pages are read while the walk decides the last of the
 one before. A CellReader reads one cell (a walk with ``--workers`` has
 one per cell).
 
-The child is forked from the walk when the walk runs in one thread, so
-it starts at once with everything imported; a walk forks it before it
+The child is forked from the walk when the walk runs in one thread (or
+beside it only the threads that renew the run's lease, kept from
+renewing while it forks: lease.quiesced), so it starts at once with
+everything imported; a walk forks it before it
 learns the release, while its memory is still small, and the child reads
 the first pages meanwhile. A walk with ``--workers``
 runs threads, and a child forked from a threaded process may inherit a
@@ -45,6 +47,7 @@ reads at most a few pages ahead of the walk, so memory stays bounded by
 the batch size.
 """
 
+import contextlib
 import dataclasses
 import gc
 import logging as std_logging
@@ -58,6 +61,7 @@ import traceback
 
 from oslo_log import log as logging
 
+from healreq.audit import lease
 from healreq.db import cell_queries
 from healreq.db import engines
 from healreq import exception
@@ -92,6 +96,7 @@ class ReadSpec:
     batch_size: int
     fields: tuple
     lock_wait_timeout: int
+    answer_timeout: int = None
 
 
 class CellsReader(object):
@@ -124,14 +129,15 @@ class CellsReader(object):
                 stream.flush()
             except (AttributeError, OSError, ValueError):
                 pass  # none, closed or gone: nothing to write twice
-        context = _process_context()
+        context, quiet = _process_context()
         self._pipe, sender = context.Pipe(duplex=False)
         self._process = context.Process(
             target=_serve, args=(self._specs, sender), daemon=True,
             name='healreq-read-%s' % self._specs[0].cell['uuid']
             if len(self._specs) == 1 else 'healreq-read')
         try:
-            self._process.start()
+            with quiet():
+                self._process.start()
         finally:
             sender.close()
         return self
@@ -191,10 +197,17 @@ class CellReader(CellsReader):
 
 
 def _process_context():
-    """Fork while the walk is single-threaded; else use the fork server."""
-    if threading.active_count() == 1:
-        return _FORK
-    return _FORK_SERVER
+    """``(context, quiet)``: how to start the child, and around what.
+
+    Fork while the walk's only other threads are lease renewers, kept
+    from renewing meanwhile (lease.quiesced); else use the fork server.
+    """
+    others = set(threading.enumerate()) - {threading.current_thread()}
+    if not others:
+        return _FORK, contextlib.nullcontext
+    if others <= lease.renewer_threads():
+        return _FORK, lease.quiesced
+    return _FORK_SERVER, contextlib.nullcontext
 
 
 def _error(kind, message, cell):
@@ -286,7 +299,8 @@ class _CellEngines(object):
         # Connections are opened when first used.
         self._api = engines.create_engine(
             specs[0].api_url, pool_size=LOADERS,
-            lock_wait_timeout=specs[0].lock_wait_timeout)
+            lock_wait_timeout=specs[0].lock_wait_timeout,
+            answer_timeout=specs[0].answer_timeout)
         self._cells = {}
         self._failed = set()
 
@@ -295,7 +309,8 @@ class _CellEngines(object):
         if uuid not in self._cells:
             self._cells[uuid] = engines.create_engine(
                 spec.cell_url, pool_size=LOADERS + 1,
-                lock_wait_timeout=spec.lock_wait_timeout)
+                lock_wait_timeout=spec.lock_wait_timeout,
+                answer_timeout=spec.answer_timeout)
         return self._cells[uuid]
 
     def load(self, read):

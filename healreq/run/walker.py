@@ -90,8 +90,7 @@ class Walker(object):
                 spec_writer.UPDATE,))
         self.budget.start()
         if self.options.instance_uuid and not cells:
-            self._report_unscheduled(self.options.instance_uuid)
-            return
+            cells = self._unmapped_instance_cells()
         if self._parallel(cells):
             # With --max-count the workers share one budget, so cells
             # still running stop when it is used up.
@@ -149,14 +148,27 @@ class Walker(object):
         else:
             self._process_cell(cell, sink)
 
-    def _report_unscheduled(self, instance_uuid):
+    def _unmapped_instance_cells(self):
+        """The cell holding --instance, whose mapping names no known cell.
+
+        Judged where its row is (as ``instance-mapped-elsewhere``, unless
+        a skip rule says otherwise), as a full run judges it; skipped as
+        ``not-scheduled`` if no cell holds it and its mapping names no
+        cell yet (RunContext.find_elsewhere).
+        """
+        uuid = self.options.instance_uuid
+        found = self.context.find_elsewhere(uuid, None, self._read_instance)
+        if found is not None:
+            self.context.release(found[0])
+            return [found[0]]
         cell = CellReport(uuid=None, name=None)
-        finding = Finding(instance_uuid=instance_uuid, cell_uuid=None,
+        finding = Finding(instance_uuid=uuid, cell_uuid=None,
                           status=Status.SKIPPED, reason='not-scheduled',
                           detail='the instance mapping has no cell yet')
         cell.count(finding)
         self.report.cells.append(cell)
         self.report.findings.append(finding)
+        return []
 
     # -- per cell ----------------------------------------------------------
 
@@ -205,10 +217,7 @@ class Walker(object):
 
     def _walk_instance(self, cell, engine, out):
         """Process --instance, in ``cell`` if it holds it, else elsewhere."""
-        found = records.read_instance(self.context.api_engine, engine,
-                                      self.options.instance_uuid,
-                                      self.options.settings.read_fields,
-                                      self.context.hinted_instances)
+        found = self._read_instance(cell, engine)
         if found:
             self._batches.process(cell, engine, found, out)
         else:
@@ -284,37 +293,25 @@ class Walker(object):
         """Process --instance in the cell that holds it, not the mapped one.
 
         A full run reports such an instance where its row is, as an error
-        (``instance-mapped-elsewhere``); so does --instance. Cells that
-        cannot be read are passed over. InvalidInput if no cell holds it.
+        (``instance-mapped-elsewhere``); so does --instance (see
+        RunContext.find_elsewhere, InvalidInput if no cell holds it).
         ``out`` is the CellFindings of the mapped cell.
         """
-        uuid = self.options.instance_uuid
-        for cell in self.context.cells():
-            if cell['uuid'] in (mapped_cell['uuid'],
-                                nova_constants.CELL0_UUID):
-                continue
-            try:
-                engine = self.context.cell_engine(cell)
-                found = records.read_instance(
-                    self.context.api_engine, engine, uuid,
-                    self.options.settings.read_fields,
-                    self.context.hinted_instances)
-            except exception.DB_ERRORS + (exception.CellDatabaseError,):
-                self.context.release(cell)
-                continue
-            if found:
-                report = CellReport(uuid=cell['uuid'], name=cell['name'])
-                out.sink.cells.append(report)
-                try:
-                    self._batches.process(cell, engine, found, out.elsewhere(
-                        report))
-                finally:
-                    self.context.release(cell)
-                return
+        cell, engine, found = self.context.find_elsewhere(
+            self.options.instance_uuid, mapped_cell, self._read_instance)
+        report = CellReport(uuid=cell['uuid'], name=cell['name'])
+        out.sink.cells.append(report)
+        try:
+            self._batches.process(cell, engine, found, out.elsewhere(report))
+        finally:
             self.context.release(cell)
-        raise exception.InvalidInput(
-            'instance %s is mapped to cell %s but is not in its database'
-            % (uuid, mapped_cell['uuid']))
+
+    def _read_instance(self, cell, engine):
+        """The records of --instance in ``cell``'s database (none: [])."""
+        return records.read_instance(self.context.api_engine, engine,
+                                     self.options.instance_uuid,
+                                     self.options.settings.read_fields,
+                                     self.context.hinted_instances)
 
     def _any_instances(self, cells):
         """Whether any of ``cells`` has a live instance (unknown: yes)."""

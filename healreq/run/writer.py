@@ -53,6 +53,10 @@ SPEC_CHANGED_DETAIL = ('request_specs.spec changed after it was read; '
 SPEC_LOCKED_DETAIL = ('another session holds a lock on the request_specs '
                       'row ([healreq]/lock_wait_timeout passed); left alone, '
                       'run again to re-check')
+MAPPING_LOCKED_DETAIL = ('another session holds a lock on the instance\'s '
+                         'instance_mappings row ([healreq]/lock_wait_timeout '
+                         'passed); the spec was not recreated, run again to '
+                         're-check')
 SPEC_APPEARED_DETAIL = ('a request_specs row appeared for the instance '
                         'while it was being recreated; left alone, run '
                         'again to re-check')
@@ -204,6 +208,8 @@ class SpecWriter(object):
         """Record the intent, swap the row, mark the intent; the Outcome."""
         change_id = None
         if self.audit is not None:
+            # A run that may be judged dead writes nothing more.
+            self.audit.check_lease(self.run_id)
             change_id = self.audit.intent(
                 self.run_id, change.instance_uuid, cell_uuid,
                 change.spec_id, change.fields, change.before, change.after,
@@ -212,7 +218,7 @@ class SpecWriter(object):
             swapped, spec_id, refusal = self._swap_until_settled(change)
         except exception.DB_ERRORS as exc:
             if exception.is_lock_wait_timeout(exc):
-                return self._row_locked(change_id)
+                return self._row_locked(change_id, change)
             return self._swap_failed(change, change_id, exc)
         if swapped:
             outcome = findings.WRITTEN
@@ -230,16 +236,18 @@ class SpecWriter(object):
                        self._spec_changed_detail
                        if change.action != INSERT else SPEC_APPEARED_DETAIL)
 
-    def _row_locked(self, change_id):
+    def _row_locked(self, change_id, change):
         """Settle a swap that waited too long for another session's lock.
 
         Someone else is writing the row: this is a concurrent change,
         reported at once, not retried (a retry would wait as long again).
+        An insert locks the instance's mapping row, which it names.
         """
+        detail = (MAPPING_LOCKED_DETAIL if change.action == INSERT
+                  else SPEC_LOCKED_DETAIL)
         if change_id is not None:
-            self.audit.resolve(change_id, audit_store.REFUSED,
-                               detail=SPEC_LOCKED_DETAIL)
-        return Outcome(Status.CONFLICT, 'spec-locked', SPEC_LOCKED_DETAIL)
+            self.audit.resolve(change_id, audit_store.REFUSED, detail=detail)
+        return Outcome(Status.CONFLICT, 'spec-locked', detail)
 
     def _swap_failed(self, change, change_id, exc):
         """Settle a compare-and-swap that raised ``exc``; the Outcome.

@@ -68,6 +68,28 @@ def spawn(argv, preexec_fn=None, **kwargs):
     return subprocess.Popen(argv, preexec_fn=reset_signals, **kwargs)
 
 
+# Lease timing for tests that wait for a lease row to expire: renewed
+# every RENEW seconds, free EXPIRY seconds after its last renewal.
+FAST_LEASES = dict(RENEW_INTERVAL=0.2, EXPIRY=2, WRITABLE_FOR=1)
+
+
+def fast_leases_code():
+    """Python that gives the process it runs in FAST_LEASES."""
+    return 'from healreq.audit import lease; %s; ' % '; '.join(
+        'lease.%s = %r' % item for item in FAST_LEASES.items())
+
+
+class FastLeases(fixtures.Fixture):
+    """FAST_LEASES in this process, for the test's length."""
+
+    def _setUp(self):
+        from healreq.audit import lease
+        for name, value in FAST_LEASES.items():
+            self.useFixture(fixtures.MonkeyPatch(
+                'healreq.audit.lease.%s' % name, value))
+        self.expired = lambda: time.sleep(lease.EXPIRY * 1.5)
+
+
 class Gate(fixtures.Fixture):
     """Holds a child nova-heal after each batch until the test lets it on.
 
@@ -78,9 +100,11 @@ class Gate(fixtures.Fixture):
     a fixture, the directory is a temporary one.
     """
 
-    def __init__(self, directory=None):
+    def __init__(self, directory=None, fast_leases=False):
         super().__init__()
         self.directory = directory
+        # The child renews and judges leases as FastLeases does.
+        self.fast_leases = fast_leases
 
     def _setUp(self):
         if self.directory is None:
@@ -91,7 +115,8 @@ class Gate(fixtures.Fixture):
         return [sys.executable, '-c',
                 'import sys; from healreq.tests import cli; '
                 'cli.Gate(sys.argv.pop(1)).hold(); '
-                'from healreq.cmd import entry_point; '
+                + (fast_leases_code() if self.fast_leases else '')
+                + 'from healreq.cmd import entry_point; '
                 'sys.exit(entry_point.main())',
                 self.directory]
 

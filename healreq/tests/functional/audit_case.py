@@ -23,9 +23,22 @@ import sqlalchemy as sa
 
 from healreq.tests.functional import deployment_case
 
+# The id of a run no store holds.
+UNKNOWN_RUN = '00000000-0000-4000-8000-000000000000'
+
 
 class AuditTestCase(deployment_case.DeploymentTestCase):
     """Helpers to read the audit store, through the CLI and directly."""
+
+    def another_invocation(self):
+        """A command that settles dead runs' intents, and writes nothing.
+
+        A revert of a run the store does not hold: it recovers first (as
+        every command that may write does; a dry run does not), then is
+        refused.
+        """
+        result = self.run_cli('revert', UNKNOWN_RUN)
+        self.assertEqual(127, result.code, result.stdout + result.stderr)
 
     def audit_path(self):
         return os.path.join(self.state_path, 'audit.sqlite')

@@ -25,43 +25,13 @@ import sqlalchemy as sa
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests import cli
-from healreq.tests.functional import deployment_case
+from healreq.tests.functional import allocations_case
 
-SMALL = {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20}
-LARGE = {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 80}
-
-
-class AllocationsTestCase(deployment_case.DeploymentTestCase):
-    """A deployment with a Placement database and two compute nodes."""
-
-    def setUp(self):
-        super().setUp()
-        self.placement_url = self.db.database_url('placement')
-        self.placement = dep.Placement(self.placement_url)
-        self.addCleanup(self.placement.dispose)
-        self.node1 = dep.add_compute_node(self.cell1.engine, 'compute-1')
-        self.node2 = dep.add_compute_node(self.cell1.engine, 'compute-2')
-        self.config_file = self.write_config(
-            '\n[placement_database]\nconnection = %s\n'
-            % self.placement.engine.url.render_as_string(
-                hide_password=False))
-
-    def small(self, cell=None, allocate=True, **kwargs):
-        """An m1.small instance on compute-1, allocated as Nova does."""
-        uuid = self.deployment.add_instance(cell or self.cell1,
-                                            demo.M1_SMALL, **kwargs)
-        if allocate:
-            self.placement.allocate(uuid, self.node1, SMALL)
-        return uuid
-
-    def audit(self, *args):
-        return self.run_json('allocations', *args)
-
-    def results(self, document):
-        return {r['instance_uuid']: r for r in document['results']}
+SMALL = allocations_case.SMALL
+LARGE = allocations_case.LARGE
 
 
-class ProblemsTest(AllocationsTestCase):
+class ProblemsTest(allocations_case.AllocationsTestCase):
 
     def test_consistent_exits_4(self):
         self.small()
@@ -202,7 +172,7 @@ class ProblemsTest(AllocationsTestCase):
         self.assertIn('Checked 1 instance(s): 1 mismatched', result.stdout)
 
 
-class InFlightTest(AllocationsTestCase):
+class InFlightTest(allocations_case.AllocationsTestCase):
     """Operations in flight are never flagged."""
 
     def test_task_state(self):
@@ -246,14 +216,14 @@ class InFlightTest(AllocationsTestCase):
         self.assertEqual(1, doc['summary']['pending'])
 
 
-class CommandTest(AllocationsTestCase):
+class CommandTest(allocations_case.AllocationsTestCase):
 
     def test_json_shape(self):
         self.small(allocate=False)
         result, doc = self.audit()
         self.assertEqual({'summary', 'results', 'cell_errors',
-                          'unattributed_consumers', 'release', 'exit_code'},
-                         set(doc))
+                          'unattributed_consumers', 'release', 'exit_code',
+                          'problems'}, set(doc))
         self.assertEqual({'instance_uuid', 'cell_uuid', 'status',
                           'problems', 'consumers', 'remedy'},
                          set(doc['results'][0]))
@@ -313,7 +283,7 @@ class CommandTest(AllocationsTestCase):
                       text)
 
 
-class FailureMetricsTest(AllocationsTestCase):
+class FailureMetricsTest(allocations_case.AllocationsTestCase):
     """A run that ends early writes the allocations metrics.
 
     Its exit code and times, no count, and the previous last success.
@@ -361,7 +331,7 @@ class FailureMetricsTest(AllocationsTestCase):
         self.assertIn('Placement database', result.stderr)
 
 
-class InterruptionTest(AllocationsTestCase):
+class InterruptionTest(allocations_case.AllocationsTestCase):
     """SIGHUP, SIGINT and SIGTERM stop the audit after the current batch."""
 
     INSTANCES = 6
@@ -430,7 +400,7 @@ class InterruptionTest(AllocationsTestCase):
         self.assertIn('Exit code 143: terminated by SIGTERM', out)
 
 
-class ReadOnlyTest(AllocationsTestCase):
+class ReadOnlyTest(allocations_case.AllocationsTestCase):
     """No byte of any database changes."""
 
     def checksums(self):

@@ -251,6 +251,15 @@ class RunRecordTest(audit_case.AuditTestCase):
         self.assertEqual(127, result.code)
         self.assertIn('no run', result.stderr)
 
+    def test_run_id_in_upper_case(self):
+        run_id = self.heal_run()
+        shown = self.audit_show(run_id.upper())
+        self.assertEqual(run_id, shown['id'])
+        result, document = self.run_json('revert', '--dry-run',
+                                         run_id.upper())
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertEqual(2, document['summary']['drifted'])
+
     def test_list_invalid_limit(self):
         result = self.run_cli('audit', 'list', '--limit', '0')
         self.assertEqual(127, result.code)

@@ -165,8 +165,7 @@ class InjectedCrashTest(audit_case.AuditTestCase):
         nova = json.dumps(dep.request_spec(self.first, demo.M1_LARGE),
                           indent=1)
         self.deployment.set_spec(self.first, nova)
-        result = self.heal('--dry-run')
-        self.assertIn(result.code, (0, 4), result.stdout + result.stderr)
+        self.another_invocation()
         settled = self.only_change(run_id)
         self.assertEqual(UNKNOWN, settled['state'])
         self.assertIn('neither', settled['detail'])
@@ -179,7 +178,7 @@ class InjectedCrashTest(audit_case.AuditTestCase):
         """Someone put the old text back: the write is not counted."""
         run_id = self.crash_heal(InterruptedBeforeMark)
         self.deployment.set_spec(self.first, self.originals[self.first])
-        self.heal('--dry-run')
+        self.another_invocation()
         self.assertEqual(REFUSED, self.only_change(run_id)['state'])
 
     def test_revert_of_an_interrupted_run(self):
@@ -402,9 +401,7 @@ class _KillCase(audit_case.AuditTestCase):
                          self.read_output())
         for lock in locks:
             self.release(lock)
-        recovery = self.heal('--dry-run', '--instance', self.uuids[0])
-        self.assertIn(recovery.code, (0, 4),
-                      recovery.stdout + recovery.stderr)
+        self.another_invocation()
 
     def last_heal_run(self):
         runs = [r for r in self.store.list_runs(1000)

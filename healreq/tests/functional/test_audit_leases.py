@@ -14,7 +14,8 @@
 
 On SQLite the store is the default file (its leases are lock files); on
 MySQL it is a MySQL database named by ``audit_connection`` (its leases
-are named locks), so each kind of lease is exercised.
+are renewed rows, here renewed and expired within seconds:
+cli.FAST_LEASES), so each kind of lease is exercised.
 """
 
 import json
@@ -23,7 +24,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+import fixtures
 import sqlalchemy as sa
 
 from healreq import api
@@ -39,11 +42,10 @@ from healreq.tests.functional import backends
 APPLIED = audit_store.APPLIED
 PENDING = audit_store.PENDING
 REFUSED = audit_store.REFUSED
-UNKNOWN_RUN = '00000000-0000-4000-8000-000000000000'
 
 
 # A process that starts a run, records one intent, says so and waits.
-HOLDER = '''
+HOLDER = cli.fast_leases_code().replace('; ', '\n') + '''
 import sys, time
 from healreq.audit import store
 s = store.AuditStore(sys.argv[1])
@@ -59,6 +61,7 @@ class LeaseTestCase(audit_case.AuditTestCase):
 
     def setUp(self):
         super().setUp()
+        self.leases = self.useFixture(cli.FastLeases())
         if self.db.name == 'MySQL':
             self.store_url = self.db.database_url('audit')
             self.config_file = self.write_config(
@@ -86,11 +89,6 @@ class LeaseTestCase(audit_case.AuditTestCase):
         change_id = store.intent(run_id, self.uuid, None, self.spec_id,
                                  ['flavor'], self.before, self.after)
         return run_id, change_id
-
-    def another_invocation(self):
-        """A command that recovers first, then refuses the unknown run."""
-        result = self.run_cli('revert', UNKNOWN_RUN)
-        self.assertEqual(127, result.code, result.stdout + result.stderr)
 
     def state(self, change_id):
         return self.store.change_state(change_id)
@@ -120,6 +118,21 @@ class RecoverTest(LeaseTestCase):
         self.assertEqual((REFUSED, 'recovered: interrupted before the write'),
                          self.state(change_id))
         self.assertEqual(self.before, self.deployment.spec_text(self.uuid))
+
+    def test_a_dry_run_settles_nothing(self):
+        # Settling is the work of a run that writes, under its own lease:
+        # dry runs, revert --dry-run and apply --dry-run leave even a dead
+        # run's intent as it is.
+        holder = self.open_store()
+        run_id, change_id = self.record_intent(holder)
+        holder.dispose()
+        self.leases.expired()
+        self.assertEqual(0, self.heal('--dry-run').code)
+        result = self.run_cli('revert', '--dry-run', run_id)
+        self.assertEqual(4, result.code, result.stdout + result.stderr)
+        self.assertEqual((PENDING, None), self.state(change_id))
+        self.another_invocation()
+        self.assertEqual(REFUSED, self.state(change_id)[0])
 
     def test_run_that_raised_is_settled(self):
         """A run ended by an exception releases its lease on the way out."""
@@ -161,6 +174,7 @@ class RecoverTest(LeaseTestCase):
 
         process.send_signal(signal.SIGKILL)
         process.wait()
+        self.leases.expired()
         self.another_invocation()
         self.assertEqual((APPLIED, 'recovered: the row holds the new value'),
                          self.state(int(change_id)))
@@ -178,16 +192,21 @@ class RecoverTest(LeaseTestCase):
         self.another_invocation()
         self.assertEqual(REFUSED, self.state(change_id)[0])
 
-    def test_a_single_server_lease_needs_no_row_nor_thread(self):
-        # The row and its renewing thread are for the other nodes of a
-        # Galera cluster; a run without them forks its reader process.
+    def test_a_lease_is_a_renewed_row_on_mysql_only(self):
         threads = threading.active_count()
         run_id = self.store.start_run('heal', 'nova-heal request-specs', {})
         self.addCleanup(self.store.release, run_id)
-        self.assertEqual(threads, threading.active_count())
         with self.store.engine.connect() as conn:
-            self.assertEqual([], conn.execute(
-                sa.select(audit_store.schema.leases)).all())
+            rows = conn.execute(sa.select(
+                audit_store.schema.leases.c.name)).scalars().all()
+        if self.db.name == 'MySQL':
+            # Renewed by a thread of the run; no connection holds it.
+            self.assertEqual(['run-%s' % run_id], rows)
+            self.assertEqual(threads + 1, threading.active_count())
+        else:
+            # A lock file; a run without a thread forks its reader.
+            self.assertEqual([], rows)
+            self.assertEqual(threads, threading.active_count())
 
 
 class ResolveTest(LeaseTestCase):
@@ -289,7 +308,7 @@ class RevertOfALiveRunTest(LeaseTestCase):
 
     def start_heal(self):
         """A heal held after its first batch; the process, gate, run id."""
-        gate = self.useFixture(cli.Gate())
+        gate = self.useFixture(cli.Gate(fast_leases=True))
         process = cli.spawn(
             gate.argv() + ['--config-file', self.config_file,
                            'request-specs', '--batch-size', '1'],
@@ -368,7 +387,75 @@ class RevertOfALiveRunTest(LeaseTestCase):
         process, gate, run_id = self.start_heal()
         process.send_signal(signal.SIGKILL)
         process.wait()
+        self.leases.expired()
         self.assertIsNone(self.store.get_run(run_id)['exit_code'])
         result = self.run_cli('revert', run_id)
         self.assertEqual(0, result.code, result.stdout + result.stderr)
         self.assertEqual(self.originals, self.all_spec_texts())
+
+
+class LeaseLostTest(LeaseTestCase):
+    """A run whose lease row may be judged free writes nothing more.
+
+    On a MySQL store only: the file and in-process leases are held by
+    this process for as long as it lives.
+    """
+
+    scenarios = [s for s in backends.SCENARIOS if s[0] == 'MySQL']
+
+    def setUp(self):
+        super().setUp()
+        self.others = [self.add_drifted(self.cell1) for _ in range(2)]
+        self.originals = self.all_spec_texts()
+        self.conf = api.load_config([self.config_file])
+        self.addCleanup(self.conf.reset)
+
+    def heal_cut_off_after_the_first_batch(self, cut_off):
+        """A heal whose lease ``cut_off(store, run_id)`` after one batch."""
+        store = self.open_store()
+
+        def after_a_batch():
+            if not cut_off.done:
+                run_id, = store._leases
+                cut_off(store, run_id)
+                cut_off.done = True
+        cut_off.done = False
+        self.useFixture(fixtures.MonkeyPatch(
+            'healreq.run.budget.between_batches', after_a_batch))
+        return api.run_request_specs(
+            self.conf, api.Options.from_conf(self.conf, batch_size=1),
+            audit=store)
+
+    def assert_stopped_after_one_write(self, result, reason):
+        self.assertEqual(2, result.exit_code)
+        problem, = result.problems
+        self.assertIn('run %s stopped before its next write: its lease row '
+                      'run-%s %s' % (result.run_id, result.run_id, reason),
+                      problem)
+        self.assertEqual(1, result.report.summary()['healed'])
+        written = [u for u, text in self.all_spec_texts().items()
+                   if text != self.originals[u]]
+        self.assertEqual(1, len(written), written)
+        changes = self.store.changes(result.run_id)
+        self.assertEqual([(written[0], APPLIED)], [
+            (c['instance_uuid'], c['state']) for c in changes])
+
+    def test_renewals_that_fail_stop_the_next_write(self):
+        def stop_renewing(store, run_id):
+            # The store no longer answers the renewals: after
+            # WRITABLE_FOR seconds the run may be judged dead soon.
+            store._leases[run_id]._renewer.stop()
+            time.sleep(cli.FAST_LEASES['WRITABLE_FOR'] * 1.5)
+        result = self.heal_cut_off_after_the_first_batch(stop_renewing)
+        self.assert_stopped_after_one_write(result, 'was last renewed')
+
+    def test_a_row_claimed_by_another_invocation_stops_the_next_write(self):
+        def judged_dead(store, run_id):
+            # Another invocation found the row expired and deleted it;
+            # the run's next renewal finds it gone.
+            with store.engine.begin() as conn:
+                conn.execute(sa.text("DELETE FROM leases WHERE name = "
+                                     "'run-%s'" % run_id))
+            time.sleep(cli.FAST_LEASES['RENEW_INTERVAL'] * 3)
+        result = self.heal_cut_off_after_the_first_batch(judged_dead)
+        self.assert_stopped_after_one_write(result, 'was deleted')

@@ -94,6 +94,25 @@ class LockWaitTest(audit_case.AuditTestCase):
         self.assertIn('lock_wait_timeout', changes[locked]['detail'])
         self.assertEqual(before, self.deployment.spec_text(locked))
 
+    def test_locked_mapping_of_a_missing_spec_is_named(self):
+        # --create-missing inserts the row only while the instance's
+        # mapping row is locked for it: another session holding that
+        # lock is named as what it is.
+        missing = self.add_consistent(self.cell1, spec=None)
+        self.hold(self.deployment.api_engine,
+                  "SELECT id FROM instance_mappings WHERE instance_uuid = "
+                  "'%s' FOR UPDATE" % missing)
+        code, out, err, took = self.finish(self.start(
+            'request-specs', '--create-missing', '--format', 'json'))
+        self.assertEqual(3, code, out + err)
+        result, = json.loads(out)['results']
+        self.assertEqual((missing, 'conflict', 'spec-locked'), (
+            result['instance_uuid'], result['status'], result['reason']))
+        self.assertIn("instance's instance_mappings row", result['detail'])
+        self.assertNotIn('request_specs row', result['detail'])
+        self.assertIsNone(self.deployment.spec_text(missing))
+        self.assertLess(took, 15)
+
     def test_locked_cell_tables_are_reported_locked(self):
         locked = self.add_drifted(self.cell1)
         free = self.add_drifted(self.cell2)

@@ -83,16 +83,20 @@ class InstanceOptionTest(deployment_case.DeploymentTestCase):
                           for r in doc['results']])
         self.assertEqual(before, self.deployment.spec_text(uuid))
 
-    def test_instance_not_scheduled(self):
+    def test_instance_whose_mapping_names_no_cell(self):
+        # Its row is in cell1: judged there, as a full walk judges it,
+        # never answered with "nothing to heal" unchecked.
         uuid = self.add_drifted(self.cell1)
         t = tables.instance_mappings
         with self.deployment.api_engine.begin() as conn:
             conn.execute(t.update().where(t.c.instance_uuid == uuid).values(
                 cell_id=None))
         result, doc = self.heal_json('--instance', uuid)
-        self.assertEqual(4, result.code, result.stderr)
-        self.assertEqual([('skipped', 'not-scheduled')],
-                         [(r['status'], r['reason']) for r in doc['results']])
+        self.assertEqual(2, result.code, result.stderr)
+        self.assertEqual([(self.cell1.uuid, 'error',
+                           'instance-mapped-elsewhere')],
+                         [(r['cell_uuid'], r['status'], r['reason'])
+                          for r in doc['results']])
 
 
 class InvalidInputTest(deployment_case.DeploymentTestCase):

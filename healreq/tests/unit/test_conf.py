@@ -108,6 +108,7 @@ class ListOptsTest(testtools.TestCase):
                           ('placement_database', 'connection'),
                           ('healreq', 'batch_size'),
                           ('healreq', 'lock_wait_timeout'),
+                          ('healreq', 'database_timeout'),
                           ('healreq', 'skip_updated_within'),
                           ('healreq', 'target_release'),
                           ('healreq', 'state_path'),
