@@ -49,6 +49,7 @@ from healreq import exception
 from healreq.exception import ExitCode
 from healreq.heal import decisions
 from healreq.heal.findings import RunReport
+from healreq import masking
 from healreq import metrics
 from healreq import policies
 from healreq import releases
@@ -210,15 +211,29 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
         options = dataclasses.replace(options, collect_plan=True)
     files = [('--plan', plan_file), ('--metrics-file', metrics_file)]
     mode = 'dry-run' if options.dry_run else 'heal'
+    # A dry run is still run, unrecorded, where the store cannot be
+    # written; a heal and a plan (which names its run) must be recorded.
+    may_go_unrecorded = options.dry_run and not plan_file and audit is None
     # Each cell worker reads and writes the API database.
     with databases.checked_api_database(
             conf, files, uses_store=audit is None,
             pool_size=engines.POOL_SIZE * options.workers) as api_engine, (
-            databases.opened_audit(conf, audit)) as store:
+            contextlib.ExitStack()) as stack:
+        store, open_error = audit, None
+        try:
+            store = stack.enter_context(databases.opened_audit(conf, audit))
+        except exception.AuditStoreError as exc:
+            if not (may_go_unrecorded and databases.cannot_write(exc)):
+                raise
+            open_error = exc
         # Settling what dead runs left is the work of a run that writes.
         if not options.dry_run:
             store.recover(api_engine)
-        with audited.started(store, mode, command, _filters(options)) as run:
+        unrecorded = None
+        if may_go_unrecorded:
+            unrecorded = (lambda exc: _unrecorded_notice(exc or open_error))
+        with audited.started(store, mode, command, _filters(options),
+                             unrecorded) as run:
             with run.working():
                 run.report = _walk(conf, options, api_engine, run, clock,
                                    progress, stop_check)
@@ -226,6 +241,17 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                 run.report, run.code, run.run_id, run.duration(),
                 options.dry_run, plan_file, metrics_file, options.settings))
             return run.finish()
+
+
+def _unrecorded_notice(exc):
+    """The line of a dry run the store ``exc`` came from cannot record."""
+    return _one_line('nova-heal: warning: this dry run is not recorded: '
+                     'audit store: %s' % databases.with_store_options(exc))
+
+
+def _one_line(text):
+    """``text`` in one line, passwords masked."""
+    return masking.mask_password(' '.join(str(text).split()))
 
 
 def _walk(conf, options, api_engine, run, clock, progress, stop_check):
@@ -543,14 +569,17 @@ def _context(conf, api_engine, clock, options):
         service_down_time=options.service_down_time)
 
 
-def list_runs(conf, limit):
+def list_runs(conf, limit, warn=None):
     """The latest ``limit`` runs of the audit store, newest first.
 
     Each a dict of the run's columns, ``filters`` and ``summary``
     decoded (None if not recorded); the store is opened read-only
-    (open_audit). Raises AuditStoreError.
+    (open_audit). Where the API database cannot be read, the store is
+    read all the same and ``warn`` (default: a logged warning) receives
+    one line saying its cells could not be checked. Raises
+    AuditStoreError.
     """
-    store = databases.open_audit(conf, read_only=True, check_cells=True)
+    store = _open_for_reading(conf, warn)
     try:
         return [_decoded_run(run) for run in store.list_runs(limit)]
     finally:
@@ -572,13 +601,13 @@ class ShownRun:
     changes: list
 
 
-def show_run(conf, run_id):
+def show_run(conf, run_id, warn=None):
     """The ShownRun of ``run_id``; the store is opened read-only.
 
-    Raises InvalidInput for a run the store does not hold,
-    AuditStoreError.
+    ``warn`` as for list_runs. Raises InvalidInput for a run the store
+    does not hold, AuditStoreError.
     """
-    store = databases.open_audit(conf, read_only=True, check_cells=True)
+    store = _open_for_reading(conf, warn)
     try:
         run = store.get_run(run_id)
         if run is None:
@@ -593,6 +622,13 @@ def show_run(conf, run_id):
         findings=[dict(f, drift=json.loads(f['drift'] or '[]'))
                   for f in findings],
         changes=[dict(c, fields=json.loads(c['fields'])) for c in changes])
+
+
+def _open_for_reading(conf, warn):
+    """The audit store, read-only, checked against the cells if it can."""
+    return databases.open_audit(
+        conf, read_only=True, check_cells=True,
+        unchecked=warn or (lambda line: LOG.warning('%s', line)))
 
 
 def _decoded_run(run):

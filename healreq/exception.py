@@ -171,6 +171,56 @@ REPLAY_MEANINGS = {
     for code, meaning in MEANINGS.items()
     if code is not ExitCode.MAX_COUNT_REACHED}
 
+# The same, for the --help of each: what its exit codes mean for that
+# command alone.
+_REVERT_DIFFERENCES = {
+    ExitCode.HEALED: Meaning(
+        'every change reverted: its before value written back (with '
+        '--dry-run: would be reverted)'),
+    ExitCode.NEEDS_ATTENTION: Meaning(
+        'some changes could not be evaluated (instance or cell missing), '
+        'or an audit record fails its digest or is not that instance\'s '
+        'RequestSpec (audit-record-invalid)'),
+    ExitCode.CONFLICT: Meaning(
+        'some changes were refused: the row changed since, or an operation '
+        'is in flight on the instance; or the run to revert is still '
+        'running (its audit record shows no exit code and its lease is '
+        'held): nothing is reverted or recorded',
+        _REPLAY_DIFFERENCES[ExitCode.CONFLICT].action),
+    ExitCode.NOTHING_TO_HEAL: Meaning(
+        'nothing to revert: every change is reverted already or its '
+        'instance is deleted, or an earlier revert of the run undid a '
+        'change and the row changed since (already-reverted)'),
+    ExitCode.INVALID_INPUT: Meaning(
+        'invalid input (an unknown run), or, as for request-specs, a '
+        'configuration or an audit store that cannot be used'),
+}
+_APPLY_DIFFERENCES = {
+    ExitCode.HEALED: Meaning(
+        'every change of the plan applied (with --dry-run: would be '
+        'applied)'),
+    ExitCode.NEEDS_ATTENTION: Meaning(
+        'some changes could not be evaluated (instance or cell missing), '
+        'or were refused: the plan\'s new value is not what a heal writes '
+        'for the instance now (change-not-derived), or names another spec '
+        'row (plan-spec-id-mismatch)'),
+    ExitCode.CONFLICT: Meaning(
+        'some changes were refused: the row changed since the plan was '
+        'written, or an operation is in flight on the instance',
+        'Run again: Nova was working on the instance.'),
+    ExitCode.NOTHING_TO_HEAL: Meaning(
+        'nothing to apply: every change is written already or its '
+        'instance is deleted, or the plan holds no change'),
+    ExitCode.INVALID_INPUT: Meaning(
+        'invalid input (an unreadable or edited plan, a spec_id that is '
+        'not a JSON integer), or, as for request-specs, a configuration '
+        'or an audit store that cannot be used'),
+}
+REVERT_MEANINGS = {code: _REVERT_DIFFERENCES.get(code, meaning)
+                   for code, meaning in REPLAY_MEANINGS.items()}
+APPLY_MEANINGS = {code: _APPLY_DIFFERENCES.get(code, meaning)
+                  for code, meaning in REPLAY_MEANINGS.items()}
+
 # What the exit codes of ``allocations`` (read only) mean; it never exits
 # 1 or 3.
 _ALLOCATIONS_DIFFERENCES = {

@@ -14,8 +14,12 @@
 """``nova-heal audit``, ``revert`` and ``apply``: review and undo."""
 
 import difflib
+import glob
 import json
+import os
 import sys
+
+from oslo_config import cfg
 
 from healreq import api
 from healreq.audit import identity
@@ -82,7 +86,7 @@ def _add_revert_parser(subparsers):
                     'anything is written, unless --wait waits for its end. '
                     'A run that crashed is reverted as it is.'
                     % exception.ExitCode.CONFLICT,
-        epilog=common.REPLAY_EXIT_CODES_HELP,
+        epilog=common.REVERT_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     revert.add_argument('run_id', metavar='RUN_ID',
                         help='The run whose applied changes to put back '
@@ -118,7 +122,7 @@ def _add_apply_parser(subparsers):
                     'the plan is refused (exit %d; write a new plan). '
                     'Audited as a run of its own.'
                     % exception.ExitCode.INVALID_INPUT,
-        epilog=common.REPLAY_EXIT_CODES_HELP,
+        epilog=common.APPLY_EXIT_CODES_HELP,
         formatter_class=common.HelpFormatter)
     apply.add_argument('plan_file', metavar='PLAN_FILE',
                        help='A plan written by "request-specs --dry-run '
@@ -131,20 +135,67 @@ def _add_apply_parser(subparsers):
     apply.set_defaults(handler=apply_plan, verbose=True)
 
 
+def _require_configuration(conf):
+    """Refuse to read the default store when no configuration was read.
+
+    As request-specs refuses without [api_database]/connection: the
+    store must be the one the configuration names (a configuration file,
+    a --config-dir file, or the environment naming the store), not
+    whatever the default place holds.
+    """
+    if conf.config_file or any(
+            glob.glob(os.path.join(directory, '*.conf'))
+            for directory in conf.config_dir or ()):
+        return
+    for name in ('state_path', 'audit_connection'):
+        where = conf.get_location(name, 'healreq')
+        if where is not None and where.location not in (
+                cfg.Locations.opt_default, cfg.Locations.set_default):
+            return
+    raise exception.InvalidInput(
+        'no configuration file was read, so the audit store is not known; '
+        'pass --config-file /etc/nova/nova.conf (the store is [healreq]/'
+        'state_path or [healreq]/audit_connection)')
+
+
+def _warn(line):
+    print(visible.escape(line), file=sys.stderr)
+
+
 def audit_list(conf, argv):
-    runs = api.list_runs(conf, conf.command.limit)
+    _require_configuration(conf)
+    runs = api.list_runs(conf, conf.command.limit, warn=_warn)
     if conf.command.format == 'json':
         common.emit(json.dumps([_run_dict(r) for r in runs], indent=2))
         return 0
-    for run in runs:
-        summary = run['summary'] or {}
-        _emit_line('%s  %s  %-8s exit %s  %s@%s  %s' % (
-            run['id'], run['started_at'], run['mode'],
-            '-' if run['exit_code'] is None else run['exit_code'],
-            _printable(run['operator']), _printable(run['host']), ', '.join(
-                '%s %s' % (k, v) for k, v in summary.items()
-                if k in ('drifted', 'healed', 'errors', 'conflicts'))))
+    for line in _table(LIST_COLUMNS, [_list_row(run) for run in runs]):
+        common.emit(line)
     return 0
+
+
+# The columns of "audit list", as nova-manage's list commands head them.
+LIST_COLUMNS = ('RUN ID', 'STARTED', 'MODE', 'EXIT', 'OPERATOR@HOST',
+                'SUMMARY')
+
+
+def _list_row(run):
+    """The cells of ``run``'s line in "audit list", escaped."""
+    summary = run['summary'] or {}
+    return [visible.escape(str(cell)) for cell in (
+        run['id'], run['started_at'], run['mode'],
+        '-' if run['exit_code'] is None else run['exit_code'],
+        '%s@%s' % (_printable(run['operator']), _printable(run['host'])),
+        ', '.join('%s %s' % (k, v) for k, v in summary.items()
+                  if k in ('drifted', 'healed', 'errors', 'conflicts')))]
+
+
+def _table(header, rows):
+    """A header line then a line per row, columns two spaces apart."""
+    widths = [max(len(cell) for cell in column)
+              for column in zip(header, *rows)]
+    for row in [header] + rows:
+        yield '  '.join(cell.ljust(width) for cell, width
+                        in zip(row, widths)).rstrip()
 
 
 def _emit_line(text):
@@ -209,8 +260,10 @@ def _change_title(change, fields):
 
 
 def audit_show(conf, argv):
+    _require_configuration(conf)
     shown = api.show_run(conf,
-                         common.run_id_argument(conf.command.run_id))
+                         common.run_id_argument(conf.command.run_id),
+                         warn=_warn)
     run = shown.run
     if conf.command.format == 'json':
         document = _run_dict(run)
@@ -242,11 +295,12 @@ def audit_show(conf, argv):
     return 0
 
 
-def _render(conf, result):
-    """Print a revert or apply report; return the exit code."""
+def _render(conf, result, replay):
+    """Print a revert or apply (``replay``) report; return the exit code."""
     output.print_report(result.report, result.exit_code, result.run_id,
                         conf.command.format == 'json', verbose=True,
-                        list_skipped=True, problems=result.problems)
+                        list_skipped=True, problems=result.problems,
+                        replay=replay)
     for problem in result.problems:
         print(visible.escape(problem), file=sys.stderr)
     return result.exit_code
@@ -259,10 +313,10 @@ def revert_run(conf, argv):
         instance_uuid=instance, dry_run=conf.command.dry_run,
         wait=conf.command.wait,
         command=common.command_line(argv), stop_check=interruption.check,
-        deferring=interruption.deferred))
+        deferring=interruption.deferred), 'revert')
 
 
 def apply_plan(conf, argv):
     return _render(conf, api.apply_plan(
         conf, conf.command.plan_file, dry_run=conf.command.dry_run,
-        command=common.command_line(argv)))
+        command=common.command_line(argv)), 'apply')

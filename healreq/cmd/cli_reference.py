@@ -90,6 +90,12 @@ def _exclusive_groups(parser):
     return parser._mutually_exclusive_groups
 
 
+def _groups(parser):
+    """``(title, actions)`` of each argument group, in --help's order."""
+    return [(group.title, group._group_actions)
+            for group in parser._action_groups]
+
+
 def _is_subcommands(action):
     return isinstance(action, argparse._SubParsersAction)
 
@@ -103,10 +109,20 @@ def _expanded_help(formatter, action):
 
 
 def _invocation(formatter, action):
-    """``--opt METAVAR`` of an option, the metavar of a positional."""
+    """``--opt METAVAR`` of an option, the metavar of a positional.
+
+    An option with aliases is written ``--opt, --alias METAVAR``, as
+    Python 3.13's ``--help`` writes it, on every Python (older ones repeat
+    the metavar after each alias), so that the committed man page does not
+    depend on the Python that built it.
+    """
     if not action.option_strings:
         return formatter._metavar_formatter(action, action.dest)(1)[0]
-    return formatter._format_action_invocation(action)
+    names = ', '.join(action.option_strings)
+    if action.nargs == 0:
+        return names
+    metavar = formatter._get_default_metavar_for_optional(action)
+    return '%s %s' % (names, formatter._format_args(action, metavar))
 
 
 def escape(text):
@@ -119,9 +135,10 @@ def _literal(text):
     return ['::', ''] + ['   ' + line for line in text.splitlines()] + ['']
 
 
-def _options(parser):
+def _options(parser, actions=None):
     lines = ['.. program:: %s' % parser.prog, '']
-    for action in documented_actions(parser):
+    for action in (documented_actions(parser) if actions is None
+                   else actions):
         lines.append('.. option:: %s' % _term(parser, action))
         lines.append('')
         lines.append('   %s' % (escape(help_text(parser, action))
@@ -166,5 +183,19 @@ def commands_lines(parser, level='~'):
 
 
 def global_options_lines(parser):
-    """The global options (given before the command)."""
-    return _options(parser)
+    """The global options (given before the command), grouped as in --help.
+
+    The options of the first group come first; each other group (oslo.log's
+    options) follows under its title.
+    """
+    documented = documented_actions(parser)
+    lines = []
+    for title, actions in _groups(parser):
+        actions = [action for action in actions if action in documented]
+        if not actions:
+            continue
+        if lines:
+            lines += ['.. rubric:: %s' % escape(title[:1].upper() + title[1:]),
+                      '']
+        lines += _options(parser, actions)
+    return lines

@@ -67,6 +67,14 @@ REPLAY_EXIT_CODES_HELP = exit_codes_help(
     exception.REPLAY_MEANINGS,
     'Without --dry-run, an apply or revert that writes nothing never exits '
     '%d.' % exception.ExitCode.HEALED, _JSON_ON_EVERY_EXIT)
+REVERT_EXIT_CODES_HELP = exit_codes_help(
+    exception.REVERT_MEANINGS,
+    'Without --dry-run, a revert that writes nothing never exits %d.'
+    % exception.ExitCode.HEALED, _JSON_ON_EVERY_EXIT)
+APPLY_EXIT_CODES_HELP = exit_codes_help(
+    exception.APPLY_MEANINGS,
+    'Without --dry-run, an apply that writes nothing never exits %d.'
+    % exception.ExitCode.HEALED, _JSON_ON_EVERY_EXIT)
 
 
 class HelpFormatter(argparse.HelpFormatter):

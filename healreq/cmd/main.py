@@ -20,8 +20,10 @@ package prints or exits.
 """
 
 import contextlib
+import difflib
 import io
 import os
+import re
 import sys
 import traceback
 
@@ -59,15 +61,19 @@ _LOG_LEVELS = ['oslo_db=WARNING', 'oslo_db.sqlalchemy.engines=ERROR',
 def _demo_parser(subparsers):
     parser = subparsers.add_parser(
         'demo',
-        help='Build a small SQLite deployment and run request-specs on it.',
+        help='Build a small SQLite deployment and run request-specs and '
+             'allocations on it.',
         description='Builds an API database, cell0 and two cells with '
                     'realistic flavors, instances and request specs '
-                    '(including a failed resize) in a scratch directory, '
-                    'then runs a dry run, a heal and a verification run.')
+                    '(including a failed resize), and a Placement database '
+                    'with allocations that disagree with them, then runs a '
+                    'dry run, a heal, a verification run and the audit of '
+                    'allocations. The deployment is kept; the demo ends '
+                    'with commands to try on it.')
     parser.add_argument('--workdir', metavar='DIR',
-                        help='Build the deployment here and keep it '
-                             '(default: a temporary directory, removed '
-                             'afterwards).')
+                        help='Build the deployment here, in an empty or new '
+                             'directory (default: a new temporary '
+                             'directory).')
     parser.set_defaults(handler=_demo)
 
 
@@ -91,6 +97,61 @@ def _add_commands(subparsers):
     _demo_parser(subparsers)
 
 
+# The global options that ``nova-heal --help`` lists with the commands;
+# oslo.log's others follow under this title.
+LOGGING_OPTIONS_TITLE = 'logging options (oslo.log)'
+
+_USAGE = ('%(prog)s [-h] [--version] [--config-file PATH] [--config-dir DIR]\n'
+          '                 [--debug] [logging options] COMMAND ...')
+
+
+def _logging_option_names():
+    """The options oslo.log registers, but --debug."""
+    registered = cfg.ConfigOpts()
+    logging.register_options(registered)
+    return set(registered) - set(cfg.ConfigOpts()) - {'debug'}
+
+
+class _CommandsOpt(cfg.SubCommandOpt):
+    """The commands; also lays out ``nova-heal --help``.
+
+    oslo.config lists every global option before the commands, and most
+    are oslo.log's: the help shows the commands first, then the common
+    options, then oslo.log's under their own title. Only the layout
+    changes: every option is still parsed and documented as before.
+    """
+
+    def _add_to_cli(self, parser, group=None):
+        super()._add_to_cli(parser, group)
+        # oslo.config adds the other options to its parser just before it
+        # parses or prints help, with this method: they are grouped then.
+        initialize = parser.initialize_parser_arguments
+
+        def initialize_and_lay_out():
+            initialize()
+            _lay_out_help(parser, self.title)
+        parser.initialize_parser_arguments = initialize_and_lay_out
+
+
+def _lay_out_help(parser, commands_title):
+    """Group oslo.log's options and put the commands first (idempotent)."""
+    # argparse has no public way to move an option to another group nor
+    # to order the groups: its private members are used here only, and
+    # HelpTest fails if they change.
+    names = _logging_option_names()
+    common = parser._optionals._group_actions
+    groups = parser._action_groups
+    logging_group = next(
+        (group for group in groups if group.title == LOGGING_OPTIONS_TITLE),
+        None) or parser.add_argument_group(LOGGING_OPTIONS_TITLE)
+    for action in list(common):
+        if action.dest in names or '--nodebug' in action.option_strings:
+            common.remove(action)
+            logging_group._group_actions.append(action)
+    groups.sort(key=lambda group: group.title != commands_title)
+    parser.usage = _USAGE
+
+
 def _build_conf():
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
@@ -98,7 +159,7 @@ def _build_conf():
         default_log_levels=logging.get_default_log_levels() + _LOG_LEVELS)
     conf.set_default('use_stderr', True)
     healreq_conf.register_opts(conf)
-    conf.register_cli_opt(cfg.SubCommandOpt(
+    conf.register_cli_opt(_CommandsOpt(
         'command', title='commands', handler=_add_commands,
         help='Run "nova-heal COMMAND --help" for the options of a command.'))
     return conf
@@ -141,8 +202,8 @@ def _parse(conf, argv):
         if exc.code in (0, None):
             return False
         lines = [line for line in captured.getvalue().splitlines() if line]
-        raise exception.ArgumentError(lines[-1] if lines else
-                                      'nova-heal: invalid arguments')
+        line = lines[-1] if lines else 'nova-heal: invalid arguments'
+        raise exception.ArgumentError(_explained(conf, argv, line))
     except cfg.Error as exc:
         raise exception.InvalidInput(exception.first_line(exc))
     except UnicodeDecodeError as exc:
@@ -156,6 +217,63 @@ def _parse(conf, argv):
     # Values are converted and checked when read: read them all now.
     healreq_conf.check(conf)
     return True
+
+
+_UNRECOGNIZED = re.compile(
+    r'^.*: error: unrecognized arguments: (?P<words>.*)$')
+_INVALID_CHOICE = re.compile(r'^(?P<error>.*: invalid choice: (?P<value>.*)) '
+                             r'\(choose from (?P<choices>.*)\)$')
+
+
+def _explained(conf, argv, line):
+    """argparse's error ``line``, with a hint where one helps.
+
+    A global option given after the command is named as such; a value
+    close to one of the choices is answered with that choice.
+    """
+    unrecognized = _UNRECOGNIZED.match(line)
+    if unrecognized:
+        return line + _global_options_hint(
+            conf, argv, unrecognized.group('words').split(' '))
+    invalid = _INVALID_CHOICE.match(line)
+    if invalid:
+        choices = [choice.strip("'") for choice in
+                   invalid.group('choices').split(', ')]
+        close = difflib.get_close_matches(
+            invalid.group('value').strip("'"), choices, n=1)
+        if close:
+            return "%s (did you mean '%s'?)" % (invalid.group('error'),
+                                                close[0])
+    return line
+
+
+def _global_options_hint(conf, argv, words):
+    """`` (global options such as ... go before the command: ...)``, or ''.
+
+    Global options are not moved before the command: oslo.config reads
+    each --config-file where it stands, and a command's option value may
+    look like one.
+    """
+    parser = conf._oparser  # see build_parser
+    if parser is None:
+        return ''
+    # Private argparse members, as in _lay_out_help.
+    options = dict(parser._option_string_actions)
+    commands = [name for action in parser._actions if not
+                action.option_strings and action.choices
+                for name in action.choices]
+    for number, word in enumerate(words):
+        action = options.get(word.split('=', 1)[0])
+        if action is None:
+            continue
+        example = [word]
+        if '=' not in word and action.nargs != 0 and number + 1 < len(words):
+            example.append(words[number + 1])
+        command = next((arg for arg in argv if arg in commands), 'COMMAND')
+        return (' (global options such as %s go before the command: '
+                'nova-heal %s %s ...)' % (word.split('=', 1)[0],
+                                          ' '.join(example), command))
+    return ''
 
 
 def _file_being_read(exc):

@@ -57,21 +57,35 @@ def _outdated_dict(finding):
             'extra_specs': list(finding.flavor_outdated)}
 
 
+# How the text report of ``revert`` and ``apply`` speaks of a change
+# written (healed), of one a dry run would write (drifted), and of the
+# outcomes of exit codes 0 and 4. The JSON statuses stay those of a heal.
+REPLAY_WORDS = {
+    'revert': dict(done='REVERTED', would='WOULD REVERT', past='reverted',
+                   nothing='nothing to revert'),
+    'apply': dict(done='APPLIED', would='WOULD APPLY', past='applied',
+                  nothing='nothing to apply'),
+}
+
+
 def print_report(report, exit_code, run_id=None, json_format=False,
-                 verbose=False, list_skipped=False, problems=()):
+                 verbose=False, list_skipped=False, problems=(),
+                 replay=None):
     """Print ``report`` on stdout: one JSON document, or the text report.
 
     Skipped instances are only counted in the text unless
     ``list_skipped``: on a busy cloud many instances are mid-operation at
     any time. ``problems`` (one-line errors that the exit code counts)
     are in the JSON document; the caller prints them on stderr.
+    ``replay`` ('revert' or 'apply', a key of REPLAY_WORDS) makes the
+    text speak of what that command does.
     """
     if json_format:
         common.emit_pieces(json_chunks(report, exit_code, run_id, problems),
                            '')
     else:
         common.emit_pieces(text_lines(report, exit_code, verbose,
-                                      list_skipped, run_id))
+                                      list_skipped, run_id, replay))
 
 
 def json_chunks(report, exit_code, run_id=None, problems=()):
@@ -142,7 +156,16 @@ def _counts(values):
                      for key in SUMMARY_KEYS)
 
 
-def _finding_line(finding, cell_names, verbose):
+def _status_label(status, words):
+    """The label of a finding line: its status, or what replay did."""
+    if words and status is Status.HEALED:
+        return words['done']
+    if words and status is Status.DRIFTED:
+        return words['would']
+    return status.value.upper()
+
+
+def _finding_line(finding, cell_names, verbose, words=None):
     cell = cell_names.get(finding.cell_uuid) or finding.cell_uuid
     if finding.status is Status.CONSISTENT:
         return ['%-9s %s %s %s: %s' % ('NOTICE', finding.instance_uuid, cell,
@@ -150,7 +173,7 @@ def _finding_line(finding, cell_names, verbose):
                 for note in finding.notes]
     what = '; '.join(str(c) for c in finding.changes) or finding.detail
     lines = ['%-9s %s %s %s: %s' % (
-        finding.status.value.upper(), finding.instance_uuid, cell,
+        _status_label(finding.status, words), finding.instance_uuid, cell,
         finding.reason, what)]
     if verbose and finding.changes and finding.detail:
         lines.append('          why: %s' % finding.detail)
@@ -159,7 +182,14 @@ def _finding_line(finding, cell_names, verbose):
     return lines
 
 
-def _outcome(exit_code, report):
+def _outcome(exit_code, report, words=None):
+    if words and exit_code == 0:
+        if report.dry_run:
+            return words['would'].lower()
+        return (words['past'] if report.summary()['healed']
+                else 'nothing written')
+    if words and exit_code == 4:
+        return words['nothing']
     if exit_code == 0:
         if report.dry_run:
             return 'drift found'
@@ -196,7 +226,7 @@ def _outdated_total(summary, verbose):
                               else '; --verbose lists them'))
 
 
-def _closing_counts(report):
+def _closing_counts(report, words=None):
     """What a dry run would heal; the drift of which nothing is written."""
     summary = report.summary()
     reported = summary['reported_only']
@@ -211,8 +241,9 @@ def _closing_counts(report):
                    'is' if report.dry_run else 'was'))
     if report.dry_run:
         yield ('Dry run: nothing was written; %d instance(s) would be '
-               'healed%s.' % (summary['drifted'] - reported,
-                              '; ' + why if why else ''))
+               '%s%s.' % (summary['drifted'] - reported,
+                          words['past'] if words else 'healed',
+                          '; ' + why if why else ''))
     elif why:
         yield why + '.'
 
@@ -224,18 +255,19 @@ def print_error(exit_code, message):
 
 
 def text_lines(report, exit_code, verbose=False, list_skipped=False,
-               run_id=None):
+               run_id=None, replay=None):
     """The text report, one line at a time.
 
     A line per listed finding and a summary per cell, then the totals.
     Control characters in the values (see ``visible``) are escaped.
+    ``replay`` is as for print_report.
     """
     for line in _text_lines(report, exit_code, verbose, list_skipped,
-                            run_id):
+                            run_id, REPLAY_WORDS.get(replay)):
         yield visible.escape(line)
 
 
-def _text_lines(report, exit_code, verbose, list_skipped, run_id):
+def _text_lines(report, exit_code, verbose, list_skipped, run_id, words):
     cell_names = {c.uuid: c.name for c in report.cells}
     hidden = 0
     for cell in report.cells:
@@ -247,7 +279,8 @@ def _text_lines(report, exit_code, verbose, list_skipped, run_id):
             if finding.status is Status.SKIPPED and not list_skipped:
                 hidden += 1
             else:
-                yield from _finding_line(finding, cell_names, verbose)
+                yield from _finding_line(finding, cell_names, verbose,
+                                         words)
         if verbose:
             yield from _outdated_lines(report, cell, cell_names)
         if cell.error:
@@ -264,7 +297,8 @@ def _text_lines(report, exit_code, verbose, list_skipped, run_id):
                % hidden)
     if report.more_remain:
         yield 'Max count reached; more instances remain: run again.'
-    yield from _closing_counts(report)
+    yield from _closing_counts(report, words)
     if run_id:
         yield 'Run id: %s ("nova-heal audit show %s")' % (run_id, run_id)
-    yield 'Exit code %d (%s).' % (exit_code, _outcome(exit_code, report))
+    yield 'Exit code %d (%s).' % (exit_code,
+                                  _outcome(exit_code, report, words))

@@ -260,6 +260,8 @@ def run(conf, argv):
     finally:
         if display is not None:
             display.close()
+    for notice in result.notices:
+        print(visible.escape(notice), file=sys.stderr)
     _render(conf, options, result)
     for problem in result.problems:
         print(visible.escape(problem), file=sys.stderr)

@@ -223,9 +223,22 @@ def _check_pymysql_accepts(engine):
 URL_ERRORS = (sa.exc.ArgumentError, ValueError, ImportError)
 
 
+# The advice for a URL whose MySQL driver is MySQLdb (``mysql://``, the
+# dialect's default, or ``mysql+mysqldb://``): this tool uses PyMySQL.
+MYSQLDB_ADVICE = ('nova-heal uses PyMySQL: the URL should read '
+                  'mysql+pymysql://, as in Nova\'s documentation')
+
+
 def describe_error(exc):
-    """One line for an error creating or opening an engine."""
+    """One line for an error creating or opening an engine.
+
+    A URL that needs MySQLdb says that this tool uses PyMySQL; the URL is
+    never rewritten.
+    """
     if isinstance(exc, ImportError):
-        return 'database driver not installed (%s)' % exception.first_line(
+        text = 'database driver not installed (%s)' % exception.first_line(
             exc)
+        if getattr(exc, 'name', None) == 'MySQLdb':
+            text += '; ' + MYSQLDB_ADVICE
+        return text
     return exception.first_line(exc)

@@ -26,6 +26,7 @@ from healreq.exception import ExitCode
 from healreq.heal.findings import RunReport
 from healreq.heal.findings import Status
 from healreq import masking
+from healreq.run import databases
 
 
 @dataclasses.dataclass
@@ -34,11 +35,15 @@ class RunResult:
 
     ``problems`` are one-line messages about files the run could not
     write (plan, metrics); they are already counted in ``exit_code``.
+    ``notices`` are one-line warnings that change no exit code (a dry run
+    the audit store could not record). ``run_id`` is None for a run that
+    is not recorded.
     """
     run_id: str
     report: RunReport
     exit_code: ExitCode
     problems: list = dataclasses.field(default_factory=list)
+    notices: list = dataclasses.field(default_factory=list)
 
 
 def exit_code_for(report):
@@ -56,18 +61,39 @@ def exit_code_for(report):
 
 
 @contextlib.contextmanager
-def started(store, mode, command, filters):
+def started(store, mode, command, filters, unrecorded=None):
     """Start a run record in ``store`` and hold its lease; yield a Run.
 
     On every way out, exceptions included, the lease is released: once
     the run can write nothing more, recovery may settle what it left
     pending.
+
+    ``unrecorded``, for a run that may go unrecorded (a dry run), is
+    called with the AuditStoreError of a store that cannot be written
+    (databases.cannot_write; ``store`` None, for one that could not be
+    opened, is passed as None), and returns the one-line notice of a run
+    that is not recorded: the Run then has no store and no run id. Else
+    such an error names the options that move the store.
     """
-    run_id = store.start_run(mode, masking.mask_password(command), filters)
+    run_id = None
     try:
-        yield Run(store, run_id)
+        if store is not None:
+            run_id = store.start_run(
+                mode, masking.mask_password(command), filters)
+    except exception.AuditStoreError as exc:
+        if unrecorded is None or not databases.cannot_write(exc):
+            raise databases.with_store_options(exc)
+        store, notice = None, unrecorded(exc)
+    else:
+        notice = None if store is not None else unrecorded(None)
+    run = Run(store, run_id)
+    if notice:
+        run.notices.append(notice)
+    try:
+        yield run
     finally:
-        store.release(run_id)
+        if store is not None:
+            store.release(run_id)
 
 
 class Run:
@@ -86,6 +112,7 @@ class Run:
         self.report = None
         self.code = None
         self.problems = []
+        self.notices = []
 
     def duration(self):
         """Seconds since the run started."""
@@ -136,12 +163,14 @@ class Run:
         if self.problems:
             summary['problems'] = list(self.problems)
         try:
-            self.store.finish_run(self.run_id, summary, code)
+            if self.store is not None:
+                self.store.finish_run(self.run_id, summary, code)
         except exception.AuditStoreError as exc:
             self.add_problems([exc.line()])
             code = code if code >= ExitCode.INVALID_INPUT else (
                 ExitCode.NEEDS_ATTENTION)
-        return RunResult(self.run_id, self.report, code, self.problems)
+        return RunResult(self.run_id, self.report, code, self.problems,
+                         self.notices)
 
 
 # Errors that may end a run after it did some work, which is reported.
@@ -160,6 +189,8 @@ def attach_report(exc, report, worked):
 
 def _finish_failed(store, run_id, exc):
     """Close the run of ``exc``; a store that fails too is passed over."""
+    if store is None:
+        return
     try:
         store.finish_run(run_id, {'error': exc.line()}, exc.exit_code)
     except exception.AuditStoreError:
@@ -169,6 +200,8 @@ def _finish_failed(store, run_id, exc):
 
 def _finish_unexpected(store, run_id, exc):
     """Close the run of an unexpected error with 255, if the store can."""
+    if store is None:
+        return
     message = masking.mask_password('%s: %s' % (
         type(exc).__name__, exception.first_line(exc)))
     try:

@@ -17,6 +17,7 @@ be (healreq.protected).
 """
 
 import contextlib
+import errno
 
 from healreq.audit import schema as audit_schema
 from healreq.audit import store as audit_store
@@ -106,8 +107,59 @@ audit_url = locations.audit_store_url
 _AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
                       audit_schema.SchemaTooNew) + exception.DB_ERRORS
 
+# The options that move the audit store, as messages name them.
+STORE_OPTIONS = '[healreq]/state_path or [healreq]/audit_connection'
 
-def open_audit(conf, read_only=False, check_cells=False):
+# What says a store cannot be created or written by this user, or on this
+# storage: errno values, and the words of database errors (SQLite's
+# read-only or unopenable file, a MySQL user without the privilege).
+_ACCESS_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+_ACCESS_WORDS = ('readonly', 'read-only', 'unable to open database file')
+# MySQL's "access denied" to a database and "command denied" (a missing
+# privilege); not 1045, a login refused for its credentials, which is a
+# configuration to correct.
+_ACCESS_CODES = (1044, 1142)
+
+
+def cannot_write(exc):
+    """Whether ``exc`` or its cause says the store cannot be written.
+
+    That is: created, opened or written for lack of permission, or on
+    read-only storage. A store refused for what it is (a symbolic link,
+    not a database, a newer schema) is not such a store.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (audit_store.UnsafeStorePath,
+                            audit_schema.SchemaTooNew)):
+            return False
+        if isinstance(exc, OSError) and exc.errno in _ACCESS_ERRNOS:
+            return True
+        if isinstance(exc, exception.DB_ERRORS) and (
+                exception.mysql_error_code(exc) in _ACCESS_CODES
+                or any(word in str(exc).lower() for word in _ACCESS_WORDS)):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def with_store_options(error):
+    """``error``, naming the options that move the store if need be.
+
+    An AuditStoreError of a store that cannot be written (cannot_write)
+    is given again with a message naming them; any other is ``error``.
+    """
+    if not cannot_write(error) or STORE_OPTIONS in str(error):
+        return error
+    named = exception.AuditStoreError(
+        '%s (set %s to move the store)' % (error, STORE_OPTIONS),
+        exit_code=error.exit_code)
+    named.__cause__ = error
+    return named
+
+
+def open_audit(conf, read_only=False, check_cells=False, unchecked=None):
     """Open (creating or upgrading) the audit store; the caller disposes.
 
     With ``read_only``, an SQLite store that is already at this release's
@@ -118,19 +170,30 @@ def open_audit(conf, read_only=False, check_cells=False):
     a Nova database the configuration names (healreq.protected). With
     ``check_cells``, and an API database configured, the cell mappings
     are read first and a store in a cell's database is refused too (the
-    commands that run work through checked_api_engine instead); raises
-    ApiDatabaseError if they cannot be read.
+    commands that run work through checked_api_engine instead). If they
+    cannot be read, ApiDatabaseError is raised, unless ``unchecked`` is
+    given: it is then called with a one-line warning, and the store is
+    opened all the same (reading a local store needs no cloud database).
     """
     url = audit_url(conf)
     protected = Protected.configured(conf)
     protected.check_store(url)
     if check_cells and conf.api_database.connection:
-        with api_database(conf, pool_size=1) as api_engine:
-            with exception.reraised_as(exception.ApiDatabaseError):
-                with api_engine.connect() as conn:
-                    cells = api_queries.get_cells(conn)
-        protected.with_cells(cells, conf.database.connection).check_store(
-            url)
+        try:
+            with api_database(conf, pool_size=1) as api_engine:
+                with exception.reraised_as(exception.ApiDatabaseError):
+                    with api_engine.connect() as conn:
+                        cells = api_queries.get_cells(conn)
+        except exception.ApiDatabaseError as exc:
+            if unchecked is None:
+                raise
+            unchecked(masking.mask_password(
+                'nova-heal: warning: the audit store was not checked '
+                'against the cells\' databases: cannot read the cell '
+                'mappings: %s' % exc))
+        else:
+            protected.with_cells(
+                cells, conf.database.connection).check_store(url)
     try:
         if read_only:
             store = audit_store.open_read_only(url)
@@ -144,10 +207,12 @@ def open_audit(conf, read_only=False, check_cells=False):
                           or 'readonly' in reason.lower()):
             reason = ('the store needs creating or upgrading to this '
                       'release\'s schema but cannot be written (%s)' % reason)
-        raise exception.AuditStoreError(
+        error = exception.AuditStoreError(
             'cannot open %s: %s' % (urls.mask_url(url),
                                     masking.mask_password(reason)),
             exit_code=ExitCode.INVALID_INPUT)
+        error.__cause__ = exc
+        raise with_store_options(error)
 
 
 @contextlib.contextmanager

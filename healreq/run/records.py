@@ -145,8 +145,7 @@ def cell_error(cell, exc):
     if isinstance(exc, ValueError):
         message = 'invalid cell database URL: %s' % exc
     elif isinstance(exc, ImportError):
-        message = ('cell database driver not installed: %s'
-                   % exception.first_line(exc))
+        message = 'cell %s' % engines.describe_error(exc)
     else:
         if isinstance(exc, db_exc.DBConnectionError):
             kind = 'cell database unreachable'

@@ -25,15 +25,11 @@ class AllocationsTestCase(deployment_case.DeploymentTestCase):
 
     def setUp(self):
         super().setUp()
-        self.placement_url = self.db.database_url('placement')
-        self.placement = dep.Placement(self.placement_url)
-        self.addCleanup(self.placement.dispose)
+        self.placement = self.add_placement()
+        self.placement_url = self.placement.engine.url.render_as_string(
+            hide_password=False)
         self.node1 = dep.add_compute_node(self.cell1.engine, 'compute-1')
         self.node2 = dep.add_compute_node(self.cell1.engine, 'compute-2')
-        self.config_file = self.write_config(
-            '\n[placement_database]\nconnection = %s\n'
-            % self.placement.engine.url.render_as_string(
-                hide_password=False))
 
     def small(self, cell=None, allocate=True, **kwargs):
         """An m1.small instance on compute-1, allocated as Nova does."""

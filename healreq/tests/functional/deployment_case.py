@@ -25,6 +25,7 @@ import testscenarios
 import testtools
 
 from healreq import api
+from healreq.testing import deployment as dep
 from healreq.tests import cli
 from healreq.tests.functional import backends
 from healreq.tests.functional import deployments
@@ -56,6 +57,19 @@ class DeploymentTestCase(deployments.DeploymentRows,
     def write_config(self, extra=''):
         """A nova.conf for the deployment, plus ``extra`` [healreq] lines."""
         return self.useFixture(deployments.NovaConf(self.cells, extra)).path
+
+    def add_placement(self):
+        """A Placement database, named in the deployment's nova.conf.
+
+        Returns the testing Placement; ``config_file`` becomes a nova.conf
+        with its ``[placement_database]``.
+        """
+        placement = dep.Placement(self.db.database_url('placement'))
+        self.addCleanup(placement.dispose)
+        self.config_file = self.write_config(
+            '\n[placement_database]\nconnection = %s\n'
+            % placement.engine.url.render_as_string(hide_password=False))
+        return placement
 
     def write_config_text(self, text):
         """Write a configuration file holding exactly ``text``."""

@@ -22,6 +22,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import socket
 import stat
 import uuid as uuidlib
@@ -198,12 +199,36 @@ class RunRecordTest(audit_case.AuditTestCase):
         result = self.run_cli('audit', 'list')
         self.assertEqual(0, result.code, result.stderr)
         lines = result.stdout.splitlines()
-        self.assertEqual(1, len(lines), result.stdout)
-        self.assertTrue(lines[0].startswith(dry_run + '  '), lines[0])
-        self.assertIn(' dry-run  exit 0  %s@%s  drifted 2, healed 0, '
-                      'errors 0, conflicts 0' % (identity.operator(),
+        # The header line, then the run's.
+        self.assertEqual(2, len(lines), result.stdout)
+        self.assertEqual(
+            ['RUN ID', 'STARTED', 'MODE', 'EXIT', 'OPERATOR@HOST',
+             'SUMMARY'], re.split(' {2,}', lines[0]))
+        self.assertTrue(lines[1].startswith(dry_run + '  '), lines[1])
+        self.assertEqual(
+            [dry_run, 'dry-run', '0', '%s@%s' % (identity.operator(),
                                                  socket.gethostname()),
-                      lines[0])
+             'drifted 2, healed 0, errors 0, conflicts 0'],
+            [cell for i, cell in enumerate(re.split(' {2,}', lines[1]))
+             if i != 1])
+
+    def test_list_text_columns_line_up(self):
+        """Every column of ``audit list`` starts under its header."""
+        self.heal_json('--dry-run')
+        heal_run = self.heal_run()
+        self.assertEqual(0, self.run_cli('revert', '--dry-run',
+                                         heal_run).code)
+        result = self.run_cli('audit', 'list')
+        self.assertEqual(0, result.code, result.stderr)
+        header, *rows = result.stdout.splitlines()
+        self.assertEqual(3, len(rows), result.stdout)
+        for name in ('STARTED', 'MODE', 'EXIT', 'OPERATOR@HOST', 'SUMMARY'):
+            start = header.index(name)
+            for row in rows:
+                self.assertEqual('  ', row[start - 2:start], (name, row))
+                self.assertNotEqual(' ', row[start], (name, row))
+        self.assertEqual(['revert', 'heal', 'dry-run'],
+                         [re.split(' {2,}', row)[2] for row in rows])
 
     def test_list_is_newest_first(self):
         """``audit list --limit N`` shows the N latest runs, newest first.

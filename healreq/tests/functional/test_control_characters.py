@@ -38,13 +38,14 @@ HOSTILE = ('\nHEALED    00000000-0000-4000-8000-000000000000 forged\n'
            '\u2066!')
 
 UUID = r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
-FINDING = re.compile(r'^(DRIFTED|HEALED|SKIPPED|ERROR|CONFLICT|NOTICE) +%s '
+FINDING = re.compile(r'^(DRIFTED|HEALED|APPLIED|REVERTED|SKIPPED|ERROR|'
+                     r'CONFLICT|NOTICE) +%s '
                      % UUID)
 REPORT_LINE = re.compile(
     r'^(%s|          (why|note)|Cell %s|Total: |Nova release: |  note: |'
     r'  nothing may be written|Dry run: |Run id: |Exit code |Plan of |'
     r'\d+ skipped )' % (FINDING.pattern[1:], UUID))
-LIST_LINE = re.compile(r'^%s  \d{4}-' % UUID)
+LIST_LINE = re.compile(r'^(RUN ID  +STARTED  |%s  \d{4}-)' % UUID)
 SHOW_LINE = re.compile(
     r'^(Run %s |  command: |  started |  summary: |  [A-Z]+ +%s |$|'
     r'Change \d+: instance %s, |    )' % (UUID, UUID, UUID))
@@ -111,7 +112,7 @@ class ControlCharacterTest(audit_case.AuditTestCase):
         result = self.heal('--dry-run', '--verbose', '--plan', self.plan)
         self.assert_report(result, 'DRIFTED')
         applied = self.run_cli('apply', self.plan)
-        self.assert_report(applied, 'HEALED', cells=1, changes=False)
+        self.assert_report(applied, 'APPLIED', cells=1, changes=False)
         run_id = [line.split()[2] for line in applied.stdout.splitlines()
                   if line.startswith('Run id: ')][0]
 
@@ -122,7 +123,7 @@ class ControlCharacterTest(audit_case.AuditTestCase):
         self.assertIn('\\u202e', shown.stdout)
 
         reverted = self.run_cli('revert', run_id)
-        self.assert_report(reverted, 'HEALED', cells=1, changes=False)
+        self.assert_report(reverted, 'REVERTED', cells=1, changes=False)
         healed = self.heal('--verbose')
         self.assert_report(healed, 'HEALED')
         self.assertIn('Healed request spec of instance %s' % self.uuid,

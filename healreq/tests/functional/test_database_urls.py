@@ -82,3 +82,44 @@ class RejectedUrlTest(audit_case.AuditTestCase):
             config = self.write_config(self.placement(url))
             self.assert_one_line(('allocations',), config,
                                  '[placement_database]/connection', expected)
+
+
+class MysqldbUrlTest(audit_case.AuditTestCase):
+    """A ``mysql://`` URL (MySQLdb) says that the tool uses PyMySQL."""
+
+    URL = 'mysql://nova:SECRETPW@127.0.0.1/nova'
+    ADVICE = 'the URL should read mysql+pymysql://'
+
+    def test_api_database(self):
+        config = self.write_config_text(
+            '[api_database]\nconnection = %s\n[healreq]\nstate_path = %s\n'
+            % (self.URL, self.state_path))
+        for argv in (('request-specs', '--dry-run'), ('audit', 'list')):
+            result = self.run_cli(*argv, config_file=config)
+            self.assertEqual(127, result.code, result.stdout + result.stderr)
+            lines = result.stderr.splitlines()
+            self.assertEqual(1, len(lines), result.stderr)
+            self.assertTrue(lines[0].startswith(
+                'nova-heal: error: invalid [api_database]/connection: '
+                'database driver not installed'), lines[0])
+            self.assertIn('MySQLdb', lines[0])
+            self.assertIn('nova-heal uses PyMySQL', lines[0])
+            self.assertIn(self.ADVICE, lines[0])
+            self.assertNotIn('SECRETPW', result.stdout + result.stderr)
+
+    def test_cell_mapping(self):
+        healthy = self.add_drifted(self.cell1)
+        broken = self.deployment.add_cell('broken', self.URL,
+                                          create_schema=False)
+        result, doc = self.heal_json('--dry-run')
+        self.assertEqual(2, result.code, result.stdout + result.stderr)
+        failed = [c for c in doc['cells'] if c['error']]
+        self.assertEqual([broken.uuid], [c['cell_uuid'] for c in failed])
+        error = failed[0]['error']
+        self.assertTrue(error.startswith(
+            'cell database driver not installed'), error)
+        self.assertIn('MySQLdb', error)
+        self.assertIn(self.ADVICE, error)
+        self.assertNotIn('SECRETPW', result.stdout + result.stderr)
+        self.assertEqual([healthy], [r['instance_uuid']
+                                     for r in doc['results']])

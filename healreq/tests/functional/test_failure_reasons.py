@@ -21,7 +21,6 @@ import os
 
 import fixtures
 
-from healreq.testing import deployment as dep
 from healreq.tests.functional import deployment_case
 
 # What each command needs to run and end with exit 4.
@@ -35,12 +34,7 @@ class UnwritableMetricsTest(deployment_case.DeploymentTestCase):
 
     def setUp(self):
         super().setUp()
-        self.placement = dep.Placement(self.db.database_url('placement'))
-        self.addCleanup(self.placement.dispose)
-        self.config_file = self.write_config(
-            '\n[placement_database]\nconnection = %s\n'
-            % self.placement.engine.url.render_as_string(
-                hide_password=False))
+        self.add_placement()
         # A path whose directory does not exist: it cannot be written.
         self.path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                                  'gone', 'metrics.prom')

@@ -14,7 +14,7 @@
 """What operators read agrees with what the command really does.
 
 These run ``python -m healreq`` on the demo deployment (SQLite files, as
-``nova-heal demo`` builds them): the operator guide's sample output, the
+``nova-heal demo`` builds them): the operator guide's sample outputs, the
 order of ``--verbose`` progress and report on one stream, and the metrics
 that the Grafana dashboard queries.
 """
@@ -36,6 +36,7 @@ _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
 _CONFIG_FILE = re.compile(r'--config-file \S*nova\.conf')
 _GUIDE = os.path.join('doc', 'source', 'admin', 'index.rst')
 _SAMPLE_INTRO = 'Its output looks like this::\n\n'
+_ALLOCATIONS_INTRO = 'The demo\'s audit prints::\n\n'
 
 
 def nova_heal(*arguments, **kwargs):
@@ -58,20 +59,32 @@ def normalise(lines):
             for line in lines]
 
 
-def first_run_of_demo(stdout):
-    """The demo's dry run: from its command line to its exit code."""
+def run_of_demo(stdout, command_end, last_line_start):
+    """The demo's run whose command line ends with ``command_end``."""
     lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('$ '))
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith('$ ') and line.endswith(command_end))
     end = next(i for i, line in enumerate(lines)
-               if i > start and line.startswith('Exit code '))
+               if i > start and line.startswith(last_line_start))
     return lines[start:end + 1]
 
 
-def documented_sample():
-    """The literal block the operator guide shows as the demo's output."""
+def first_run_of_demo(stdout):
+    """The demo's dry run: from its command line to its exit code."""
+    return run_of_demo(stdout, '--dry-run --verbose', 'Exit code ')
+
+
+def run_demo(test, stderr):
+    """Run ``nova-heal demo`` in a folder that the test removes."""
+    workdir = test.useFixture(fixtures.TempDir()).path
+    return nova_heal('demo', '--workdir', workdir, stderr=stderr)
+
+
+def documented_sample(intro=_SAMPLE_INTRO):
+    """The literal block the operator guide shows after ``intro``."""
     with open(os.path.join(_ROOT, _GUIDE)) as handle:
         text = handle.read()
-    block = text[text.index(_SAMPLE_INTRO) + len(_SAMPLE_INTRO):]
+    block = text[text.index(intro) + len(intro):]
     lines = []
     for line in block.splitlines():
         if line and not line.startswith('    '):
@@ -81,20 +94,30 @@ def documented_sample():
 
 
 class DocumentedSampleTest(testtools.TestCase):
-    def test_operator_guide_shows_the_demo_output(self):
-        process = nova_heal('demo', stderr=subprocess.DEVNULL)
-        self.assertEqual(0, process.returncode, process.stdout)
-        run = first_run_of_demo(process.stdout)
+    def setUp(self):
+        super().setUp()
+        self.process = run_demo(self, subprocess.DEVNULL)
+        self.assertEqual(0, self.process.returncode, self.process.stdout)
+
+    def assertShown(self, intro, run, what):
         self.assertEqual(
-            normalise(documented_sample()), normalise(run),
-            '%s must show the demo\'s dry run; today it is:\n\n%s'
-            % (_GUIDE, '\n'.join('    ' + line for line in run)))
+            normalise(documented_sample(intro)), normalise(run),
+            '%s must show the demo\'s %s; today it is:\n\n%s'
+            % (_GUIDE, what, '\n'.join('    ' + line for line in run)))
+
+    def test_operator_guide_shows_the_demo_output(self):
+        self.assertShown(_SAMPLE_INTRO, first_run_of_demo(
+            self.process.stdout), 'dry run')
+
+    def test_operator_guide_shows_the_demo_allocations(self):
+        self.assertShown(_ALLOCATIONS_INTRO, run_of_demo(
+            self.process.stdout, ' allocations', 'Checked '), 'allocations')
 
 
 class OutputOrderTest(testtools.TestCase):
     def test_verbose_progress_is_in_order_with_the_report(self):
         # stdout and stderr share one pipe, as in "tox -e demo | less".
-        process = nova_heal('demo', stderr=subprocess.STDOUT)
+        process = run_demo(self, subprocess.STDOUT)
         self.assertEqual(0, process.returncode, process.stdout)
         lines = process.stdout.splitlines()
 

@@ -89,7 +89,8 @@ class EnvironmentTest(OperatorTestCase):
                 :-1]), operator)
         result = self.run_cli('audit', 'list')
         self.assertEqual(0, result.code, result.stderr)
-        self.assertEqual(1, len(result.stdout.splitlines()), result.stdout)
+        # The header line, then one line for the one run.
+        self.assertEqual(2, len(result.stdout.splitlines()), result.stdout)
 
     def test_rows_recorded_before_are_listed_on_one_line(self):
         self.recorded_operator()
@@ -100,9 +101,11 @@ class EnvironmentTest(OperatorTestCase):
                                  "forged  row\r', host = 'h\nx'"))
         result = self.run_cli('audit', 'list')
         self.assertEqual(0, result.code, result.stderr)
-        self.assertEqual(1, len(result.stdout.splitlines()), result.stdout)
+        # The header line, then one line for the one run.
+        self.assertEqual(2, len(result.stdout.splitlines()), result.stdout)
         self.assertIn(' aliceforged  row@hx ', result.stdout)
-        shown = self.run_cli('audit', 'show', result.stdout.split()[0])
+        run_line = result.stdout.splitlines()[1]
+        shown = self.run_cli('audit', 'show', run_line.split()[0])
         self.assertIn(' by aliceforged  row@hx, ', shown.stdout)
 
     def test_a_long_name_is_recorded_shortened(self):

@@ -30,7 +30,6 @@ import fixtures
 
 from healreq.cmd import main
 from healreq.db import locations
-from healreq.testing import deployment as dep
 from healreq.tests.functional import audit_case
 
 # What each command needs besides an output option to run at all.
@@ -112,12 +111,7 @@ class OutputGuardCase(audit_case.AuditTestCase):
     def setUp(self):
         super().setUp()
         self.add_drifted(self.cell1)
-        self.placement = dep.Placement(self.db.database_url('placement'))
-        self.addCleanup(self.placement.dispose)
-        self.config_file = self.write_config(
-            '\n[placement_database]\nconnection = %s\n'
-            % self.placement.engine.url.render_as_string(
-                hide_password=False))
+        self.placement = self.add_placement()
         # The store exists, as on any deployment that has run the tool.
         self.assertEqual(4, self.heal('--dry-run', '--fields',
                                       'project_id').code)

@@ -68,8 +68,19 @@ class LeaseFileNotCreatedTest(StoreFilesTestCase):
 
     def test_run_is_refused_in_one_line(self):
         before = self.deployment.spec_text(self.drifted)
-        for argv, json_format in ((['request-specs', '--dry-run'], False),
-                                  (['request-specs'], False),
+        # A dry run is run, unrecorded, and says so in one line.
+        result = other_user.run_as(
+            other_user.NOBODY,
+            ['--config-file', self.config_file, 'request-specs', '--dry-run'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        line, = result.stderr.splitlines()
+        for text in ('nova-heal: warning: this dry run is not recorded: '
+                     'audit store: cannot take the lease of a new run',
+                     'cannot create the lock file %s.run-' % self.audit_path(),
+                     'Permission denied', '[healreq]/state_path'):
+            self.assertIn(text, line)
+        self.assertNotIn('Run id', result.stdout)
+        for argv, json_format in ((['request-specs'], False),
                                   (['request-specs', '--format', 'json'],
                                    True)):
             result = other_user.run_as(
@@ -78,7 +89,8 @@ class LeaseFileNotCreatedTest(StoreFilesTestCase):
             line = self.assert_one_line(
                 result, 127, 'cannot take the lease of a new run',
                 'cannot create the lock file %s.run-' % self.audit_path(),
-                'Permission denied')
+                'Permission denied', '[healreq]/state_path or '
+                '[healreq]/audit_connection')
             if json_format:
                 self.assertEqual({'error': {'exit_code': 127,
                                             'message': line}},

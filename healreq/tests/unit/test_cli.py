@@ -105,6 +105,79 @@ class HelpTest(CliTestCase):
         self.assertIn('request-specs', result.stdout)
         self.assertEqual('', result.stderr)
 
+    def test_global_help_starts_with_the_commands(self):
+        lines = self.run_main('--help').stdout.splitlines()
+
+        def first(fragment):
+            return min(number for number, line in enumerate(lines)
+                       if fragment in line)
+        self.assertLess(first('request-specs'), first('--log-file'))
+        self.assertLess(first('audit '), first('--log-file'))
+        # The common options, then oslo.log's under their own title.
+        self.assertLess(first('--config-file PATH'),
+                        first('logging options (oslo.log):'))
+        self.assertLess(first('--debug, -d'),
+                        first('logging options (oslo.log):'))
+        self.assertLess(first('logging options (oslo.log):'),
+                        first('--log-file'))
+        # None is dropped.
+        for option in ('--config-dir', '--version', '--log-config-append',
+                       '--log-dir', '--use-syslog', '--nodebug',
+                       '--use-journal', '--use-json',
+                       '--syslog-log-facility', '--log-date-format'):
+            self.assertIn('\n  %s' % option, '\n'.join(lines))
+
+    def test_grouped_options_still_parse(self):
+        log_file = os.path.join(self.directory, 'heal.log')
+        result = self.run_main('--log-file', log_file, '--nodebug',
+                               '--help')
+        self.assertEqual(0, result.code)
+        self.assertIn('commands:', result.stdout)
+
+
+class ArgumentHintTest(CliTestCase):
+    """One line, exit 127, with what to type instead."""
+
+    def test_global_option_after_the_command(self):
+        result = self.run_main('request-specs', '--dry-run',
+                               '--config-file', 'X')
+        self.assertInvalidInput(
+            result, 'unrecognized arguments: --config-file X',
+            '(global options such as --config-file go before the command: '
+            'nova-heal --config-file X request-specs ...)')
+
+    def test_flag_and_equals_forms_after_the_command(self):
+        self.assertInvalidInput(
+            self.run_main('request-specs', '--debug'),
+            'global options such as --debug go before the command: '
+            'nova-heal --debug request-specs ...')
+        self.assertInvalidInput(
+            self.run_main('audit', 'list', '--log-file=x.log'),
+            'global options such as --log-file go before the command: '
+            'nova-heal --log-file=x.log audit ...')
+
+    def test_unknown_option_gets_no_hint(self):
+        result = self.run_main('request-specs', '--bogus')
+        self.assertInvalidInput(result, 'unrecognized arguments: --bogus')
+        self.assertNotIn('global options', result.stderr)
+
+    def test_mistyped_command(self):
+        self.assertInvalidInput(
+            self.run_main('request-spec'),
+            "nova-heal: error: argument command: invalid choice: "
+            "'request-spec' (did you mean 'request-specs'?)")
+
+    def test_mistyped_choice_of_an_option(self):
+        self.assertInvalidInput(
+            self.run_main('request-specs', '--format', 'jsn'),
+            "invalid choice: 'jsn' (did you mean 'json'?)")
+
+    def test_nothing_close_lists_the_choices(self):
+        result = self.run_main('frobnicate')
+        self.assertInvalidInput(result, "invalid choice: 'frobnicate'",
+                                'choose from', 'request-specs')
+        self.assertNotIn('did you mean', result.stderr)
+
 
 class ArgumentErrorTest(CliTestCase):
 

@@ -91,6 +91,19 @@ class CliReferenceTest(testtools.TestCase):
             self.assertTrue(any(line.startswith('.. option:: ' + option)
                                 for line in lines), option)
 
+    def test_logging_options_follow_the_common_ones(self):
+        lines = cli_reference.global_options_lines(self.parser)
+        rubric = lines.index('.. rubric:: Logging options (oslo.log)')
+        options = [line for line in lines if line.startswith('.. option::')]
+        self.assertLess(lines.index('.. option:: --config-file PATH'),
+                        rubric)
+        self.assertLess(lines.index('.. option:: --debug, -d'), rubric)
+        self.assertLess(rubric, lines.index(
+            '.. option:: --log-file, --logfile PATH'))
+        # Every global option once.
+        self.assertEqual(len(cli_reference.documented_actions(self.parser)),
+                         len(options))
+
     def test_synopsis_has_one_usage_per_command(self):
         text = '\n'.join(cli_reference.synopsis_lines(self.parser))
         for name in _leaf_commands(self.parser):

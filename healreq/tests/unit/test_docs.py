@@ -189,6 +189,7 @@ def _meaning_phrases():
     """The first words of every exit-code meaning and action."""
     phrases = set()
     for table in (exception.MEANINGS, exception.REPLAY_MEANINGS,
+                  exception.REVERT_MEANINGS, exception.APPLY_MEANINGS,
                   exception.ALLOCATIONS_MEANINGS):
         for meaning in table.values():
             for text in (meaning.text, meaning.action):

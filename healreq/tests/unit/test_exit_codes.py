@@ -196,7 +196,9 @@ class MeaningsTest(testtools.TestCase):
     def test_help_is_generated_from_the_meanings(self):
         for text, meanings in (
                 (common.EXIT_CODES_HELP, exception.MEANINGS),
-                (common.REPLAY_EXIT_CODES_HELP, exception.REPLAY_MEANINGS)):
+                (common.REPLAY_EXIT_CODES_HELP, exception.REPLAY_MEANINGS),
+                (common.REVERT_EXIT_CODES_HELP, exception.REVERT_MEANINGS),
+                (common.APPLY_EXIT_CODES_HELP, exception.APPLY_MEANINGS)):
             table = text.split('\nWhen several apply')[0]
             rows = [line for line in table.splitlines()[1:]
                     if not line.startswith('       ')]
@@ -204,8 +206,21 @@ class MeaningsTest(testtools.TestCase):
                              [row.split()[0] for row in rows])
             for meaning in meanings.values():
                 self.assertIn(meaning.text, ' '.join(table.split()))
-        self.assertIn('most severe wins: 255, 127, 2, 3, 0, 4.',
-                      common.REPLAY_EXIT_CODES_HELP)
+        for text in (common.REPLAY_EXIT_CODES_HELP,
+                     common.REVERT_EXIT_CODES_HELP,
+                     common.APPLY_EXIT_CODES_HELP):
+            self.assertIn('most severe wins: 255, 127, 2, 3, 0, 4.', text)
+
+    def test_revert_and_apply_help_each_speak_of_their_command(self):
+        self.assertEqual(list(exception.REPLAY_MEANINGS),
+                         list(exception.REVERT_MEANINGS))
+        self.assertEqual(list(exception.REPLAY_MEANINGS),
+                         list(exception.APPLY_MEANINGS))
+        for meaning in exception.REVERT_MEANINGS.values():
+            self.assertNotIn('apply', meaning.text + meaning.action)
+            self.assertNotIn('plan', meaning.text + meaning.action)
+        for meaning in exception.APPLY_MEANINGS.values():
+            self.assertNotIn('revert', meaning.text + meaning.action)
 
 
 class CanonicalUuidTest(testtools.TestCase):
