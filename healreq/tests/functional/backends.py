@@ -132,6 +132,12 @@ SCENARIOS = [(backend.name, dict(backend_fixture=backend))
 
 
 GALERA_ENV = 'HEALREQ_TEST_GALERA'
+# The HAProxy in front of the cluster (``host:port``;
+# ``tools/galera-cluster.sh proxy-start`` prints it).
+GALERA_PROXY_ENV = 'HEALREQ_TEST_GALERA_PROXY'
+# Its second listener, with kolla-ansible's hour-long timeouts and the
+# sessions of a server marked down left open (``proxy-start`` prints it).
+GALERA_PROXY_LONG_ENV = 'HEALREQ_TEST_GALERA_PROXY_LONG'
 REQUIRE_GALERA = os.environ.get('HEALREQ_TEST_REQUIRE_GALERA', '') not in (
     '', '0')
 GALERA_USER = 'openstack_citest'
@@ -148,6 +154,18 @@ def galera_nodes():
     return nodes
 
 
+def galera_proxy(variable=GALERA_PROXY_ENV):
+    """The ``(host, port)`` HEALREQ_TEST_GALERA_PROXY names, or None.
+
+    Or the one ``variable`` names (GALERA_PROXY_LONG_ENV).
+    """
+    entry = os.environ.get(variable, '').strip()
+    if not entry:
+        return None
+    host, _, port = entry.rpartition(':')
+    return host, int(port)
+
+
 class GaleraBackend(fixtures.Fixture):
     """Databases on a MariaDB Galera cluster, dropped after.
 
@@ -155,13 +173,20 @@ class GaleraBackend(fixtures.Fixture):
     ``tools/galera-cluster.sh start`` prints it). Without it the test is
     skipped, unless HEALREQ_TEST_REQUIRE_GALERA is set: then it fails.
     Databases are created through the first node and reached through any
-    (``database_url(name, node)``, ``on_node(url, node)``).
+    (``database_url(name, node)``, ``on_node(url, node)``), or through
+    the proxy in front of the cluster that HEALREQ_TEST_GALERA_PROXY
+    names (``proxy_url(url)``), which a test needing it asks for with
+    ``require_proxy()``; or through the proxy's listener with kolla's
+    hour-long timeouts that HEALREQ_TEST_GALERA_PROXY_LONG names
+    (``proxy_url(url, long=True)``, ``require_proxy(long=True)``).
     """
 
     name = 'Galera'
 
     def setUp(self):
         self.nodes = galera_nodes()
+        self.proxy = galera_proxy()
+        self.proxy_long = galera_proxy(GALERA_PROXY_LONG_ENV)
         problem = None
         if len(self.nodes) < 2:
             problem = '%s names no Galera cluster' % GALERA_ENV
@@ -171,6 +196,37 @@ class GaleraBackend(fixtures.Fixture):
             _unavailable('Galera is not available: %s' % problem,
                          REQUIRE_GALERA, 'HEALREQ_TEST_REQUIRE_GALERA')
         super().setUp()
+
+    def require_proxy(self, reachable=True, long=False):
+        """Skip the test unless the proxy answers; fail it if required.
+
+        Fails rather than skips when HEALREQ_TEST_REQUIRE_GALERA is set.
+        Unless ``reachable``, the proxy need only be named (a test that
+        stops nodes or the proxy itself may find none answering). With
+        ``long``, its listener with kolla's timeouts is required.
+        """
+        problem = None
+        variable = GALERA_PROXY_LONG_ENV if long else GALERA_PROXY_ENV
+        address = self.proxy_long if long else self.proxy
+        if address is None:
+            problem = '%s names no proxy' % variable
+        elif reachable:
+            problem = self._proxy_unreachable(long)
+        if problem:
+            _unavailable('the Galera proxy is not available: %s' % problem,
+                         REQUIRE_GALERA, 'HEALREQ_TEST_REQUIRE_GALERA')
+
+    def _proxy_unreachable(self, long=False):
+        address = self.proxy_long if long else self.proxy
+        engine = sa.create_engine(self.proxy_url(self.server_url(0), long))
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text('SELECT 1'))
+        except sa.exc.DBAPIError as exc:
+            return 'cannot connect to %s:%d: %s' % (address + (exc.orig,))
+        finally:
+            engine.dispose()
+        return None
 
     def _unreachable(self):
         engine = sa.create_engine(self.server_url(0))
@@ -202,6 +258,19 @@ class GaleraBackend(fixtures.Fixture):
     def on_node(self, url, node):
         """``url`` pointed at node ``node`` instead."""
         host, port = self.nodes[node]
+        return sa.engine.make_url(url).set(host=host, port=port) \
+            .render_as_string(hide_password=False)
+
+    def proxy_url(self, url, long=False):
+        """``url`` pointed at the proxy instead (see ``require_proxy``).
+
+        With ``long``, at its listener with kolla's timeouts.
+        """
+        address = self.proxy_long if long else self.proxy
+        if address is None:
+            raise AssertionError('%s names no proxy' % (
+                GALERA_PROXY_LONG_ENV if long else GALERA_PROXY_ENV))
+        host, port = address
         return sa.engine.make_url(url).set(host=host, port=port) \
             .render_as_string(hide_password=False)
 
