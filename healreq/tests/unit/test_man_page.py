@@ -29,6 +29,7 @@ import fixtures
 import testtools
 
 from healreq.cmd import cli_reference
+from healreq.cmd import main
 from healreq.tests.unit import setup_cfg
 
 _TOP = os.path.join(os.path.dirname(__file__), '..', '..', '..')
@@ -81,6 +82,13 @@ class CommittedPageTest(_ToolTestCase):
 
     def test_names_every_command_and_option(self):
         parser = cli_reference.build_parser()
+        # oslo.log's options differ between releases (Zed's still has
+        # --watch-log-file); the page is built under master's, and the
+        # docs build checks it whole.
+        logging_options = {
+            action for group in parser._action_groups
+            if group.title == main.LOGGING_OPTIONS_TITLE
+            for action in group._group_actions}
         missing = []
         for path, command in cli_reference.walk(parser):
             if path and list(cli_reference.subcommands(command)):
@@ -89,7 +97,7 @@ class CommittedPageTest(_ToolTestCase):
             if path and '.SS %s\n' % _roff(name) not in self.page:
                 missing.append(name)
             for action in cli_reference.documented_actions(command):
-                if not action.option_strings:
+                if not action.option_strings or action in logging_options:
                     continue
                 term = '.B %s\n' % _roff(cli_reference._term(command, action))
                 if term not in self.page:
