@@ -85,7 +85,7 @@ def checked_api_database(conf, outputs=(), uses_store=True,
     (protected.refuse_unsafe_outputs), and, where the command
     ``uses_store``, the configured audit store must not be one of them.
     """
-    store_url = audit_url(conf)
+    store_url = locations.audit_store_url(conf)
     protected = refuse_unsafe_outputs(conf, outputs, cells_next=True)
     with api_database(conf, pool_size) as api_engine:
         if uses_store or any(path for _, path in outputs):
@@ -98,10 +98,6 @@ def checked_api_database(conf, outputs=(), uses_store=True,
                 with_cells.check_store(store_url)
             with_cells.check_outputs(outputs)
         yield api_engine
-
-
-# The audit store's URL: [healreq]/audit_connection or under state_path.
-audit_url = locations.audit_store_url
 
 
 _AUDIT_OPEN_ERRORS = (OSError, ValueError, ImportError,
@@ -175,7 +171,7 @@ def open_audit(conf, read_only=False, check_cells=False, unchecked=None):
     given: it is then called with a one-line warning, and the store is
     opened all the same (reading a local store needs no cloud database).
     """
-    url = audit_url(conf)
+    url = locations.audit_store_url(conf)
     protected = Protected.configured(conf)
     protected.check_store(url)
     if check_cells and conf.api_database.connection:

@@ -40,6 +40,15 @@ class AuditTestCase(deployment_case.DeploymentTestCase):
         result = self.run_cli('revert', UNKNOWN_RUN)
         self.assertEqual(127, result.code, result.stdout + result.stderr)
 
+    @staticmethod
+    def record_intent_of_a_new_run(store, uuid, spec_id, before, after,
+                                   command='test'):
+        """Start a run on ``store`` and record one intent; their ids."""
+        run_id = store.start_run('heal', command, {})
+        change_id = store.intent(run_id, uuid, None, spec_id, ['flavor'],
+                                 before, after)
+        return run_id, change_id
+
     def audit_path(self):
         return os.path.join(self.state_path, 'audit.sqlite')
 

@@ -30,6 +30,7 @@ from healreq.db import tables
 from healreq.tests import cli
 from healreq.tests.functional import allocations_case
 from healreq.tests.functional import backends
+from healreq.tests.functional import lock_probe
 
 # The longest a command of the lock tests may take; the server's own
 # waits would be far longer.
@@ -215,15 +216,6 @@ class LockedCellSignalTest(allocations_case.AllocationsTestCase):
 
     def wait_for_lock_wait(self, process, statement):
         """Return once the command waits in the cell1 ``statement``."""
-        query = sa.text("SELECT COUNT(*) FROM information_schema.processlist "
-                        "WHERE db = :db AND info LIKE :statement AND info "
-                        "NOT LIKE '%processlist%'").bindparams(
-            statement=statement, db=self.cell1.engine.url.database)
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            with self.deployment.api_engine.connect() as conn:
-                if conn.execute(query).scalar():
-                    return
-            self.assertIsNone(process.poll(), 'the command ended early')
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.05)
+        lock_probe.wait_for_statement(
+            self, process, self.cell1.engine, statement,
+            observer=self.deployment.api_engine)

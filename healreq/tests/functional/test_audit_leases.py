@@ -85,10 +85,8 @@ class LeaseTestCase(audit_case.AuditTestCase):
 
     def record_intent(self, store):
         """Start a run on ``store`` and record one intent; their ids."""
-        run_id = store.start_run('heal', 'test', {})
-        change_id = store.intent(run_id, self.uuid, None, self.spec_id,
-                                 ['flavor'], self.before, self.after)
-        return run_id, change_id
+        return self.record_intent_of_a_new_run(
+            store, self.uuid, self.spec_id, self.before, self.after)
 
     def state(self, change_id):
         return self.store.change_state(change_id)

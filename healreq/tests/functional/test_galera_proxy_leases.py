@@ -76,10 +76,9 @@ class GaleraProxyLeaseTest(galera_case.GaleraTestCase):
 
     def start_live_run(self, store):
         """Start a run on ``store``, record its intent; their ids."""
-        run_id = store.start_run('heal', 'nova-heal request-specs', {})
-        change_id = store.intent(run_id, self.uuid, None, self.spec_id,
-                                 ['flavor'], self.before, self.after)
-        return run_id, change_id
+        return self.record_intent_of_a_new_run(
+            store, self.uuid, self.spec_id, self.before, self.after,
+            command='nova-heal request-specs')
 
     def state(self, change_id):
         return self.observer.change_state(change_id)

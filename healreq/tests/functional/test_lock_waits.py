@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from healreq.tests import cli
 from healreq.tests.functional import audit_case
 from healreq.tests.functional import backends
+from healreq.tests.functional import lock_probe
 
 # The longest a command of these tests may take; the server's own waits
 # (50 s per row, a year per table) would be far longer.
@@ -186,20 +187,8 @@ class LockWaitTest(audit_case.AuditTestCase):
                            engine=None):
         """Return once the command waits for a lock in ``statement``.
 
-        In the database of ``engine`` (default: the API database's), not
-        another's: tests running beside it on the same server wait for
-        locks of their own.
+        In the database of ``engine`` (default: the API database's).
         """
-        query = sa.text("SELECT COUNT(*) FROM information_schema.processlist "
-                        "WHERE db = :db AND info LIKE :statement AND info "
-                        "NOT LIKE '%processlist%'").bindparams(
-            statement=statement,
-            db=(engine or self.deployment.api_engine).url.database)
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            with self.deployment.api_engine.connect() as conn:
-                if conn.execute(query).scalar():
-                    return
-            self.assertIsNone(process.poll(), 'the command ended early')
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.05)
+        lock_probe.wait_for_statement(
+            self, process, engine or self.deployment.api_engine, statement,
+            observer=self.deployment.api_engine)
