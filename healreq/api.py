@@ -200,8 +200,8 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
 
     ``plan_file`` (with ``options.dry_run``) receives every change the
     run would make; ``metrics_file`` the run's Prometheus metrics.
-    ``command`` is recorded in the audit; ``progress(cell, cell_report,
-    total)`` is called after each batch; ``stop_check()`` after each
+    ``command`` is recorded in the audit; ``progress`` follows the walk
+    (see walker.Walker); ``stop_check()`` after each
     batch and while the walk waits for a cell database, and raises (e.g.
     exception.Interrupted) to end the run. ``audit`` is an open AuditStore
     to use instead of the configured one; ``clock`` returns naive UTC
@@ -302,12 +302,14 @@ def allocations_exit_code(report):
 
 def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
                     batch_size=None, metrics_file=None, target=None,
-                    clock=clock_module.utcnow, stop_check=None):
+                    clock=clock_module.utcnow, progress=None,
+                    stop_check=None):
     """Compare every instance's Placement allocations with Nova's. Read only.
 
     Reads the API, cell and Placement databases; writes nothing to any
     (no audit run is recorded); ``metrics_file`` receives the run's
     metrics. ``target`` is a Release that overrides detection.
+    ``progress`` follows the walk (see AllocationWalk);
     ``stop_check()`` is called after each batch; an Interrupted it raises
     ends the run with the report of what was checked so far and the
     signal's exit code. Raises InvalidInput (exit 127) without
@@ -331,6 +333,7 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
                 run_context, placement_engine, options.batch_size,
                 instance_uuid=options.instance_uuid,
                 cell_uuid=options.cell_uuid)
+            walk.progress = progress
             if stop_check is not None:
                 walk.stop_check = stop_check
             report = walk.run()

@@ -18,6 +18,7 @@ import sys
 from healreq import api
 from healreq.cmd import common
 from healreq.cmd import interruption
+from healreq.cmd import progress
 from healreq.cmd import visible
 from healreq import exception
 from healreq.heal import allocation_checks
@@ -60,6 +61,12 @@ def add_parser(subparsers):
         'collector.')
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
+    parser.add_argument('--quiet', action='store_true',
+                        help='No progress (otherwise a line on stderr '
+                             'when it is a terminal, else a log line every '
+                             '[healreq]/progress_interval seconds) and no '
+                             'text report; errors still go to stderr and '
+                             'the exit code tells the outcome.')
     parser.add_argument('--verbose', action='store_true',
                         help='Also list skipped instances, with the found '
                              'and expected resources of every consumer.')
@@ -78,15 +85,21 @@ def run(conf, argv):
     common.non_empty(command.metrics_file, '--metrics-file', 'a path')
     instance_uuid = common.uuid_option(command.instance, 'instance')
     cell_uuid = common.uuid_option(command.cell, 'cell')
-    with interruption.deferred():
-        result = api.run_allocations(
-            conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-            batch_size=command.batch_size, metrics_file=command.metrics_file,
-            stop_check=interruption.check)
+    display = progress.for_command(conf, sys.stderr, 'mismatched')
+    try:
+        with interruption.deferred():
+            result = api.run_allocations(
+                conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                batch_size=command.batch_size,
+                metrics_file=command.metrics_file, progress=display,
+                stop_check=interruption.check)
+    finally:
+        if display is not None:
+            display.close()
     if command.format == 'json':
         common.emit(json.dumps(report_document(result), indent=2,
                                sort_keys=True))
-    else:
+    elif not command.quiet:
         common.emit_pieces(text_lines(result, command.verbose))
     for problem in result.problems:
         print(visible.escape(problem), file=sys.stderr)

@@ -74,6 +74,11 @@ def _demo_parser(subparsers):
                         help='Build the deployment here, in an empty or new '
                              'directory (default: a new temporary '
                              'directory).')
+    parser.add_argument('--instances', metavar='N', type=int, default=0,
+                        help='Also add N healthy instances, split between '
+                             'cell1 and cell2, to watch the progress of a '
+                             'longer run (100,000 take under a minute to '
+                             'build).')
     parser.set_defaults(handler=_demo)
 
 
@@ -87,7 +92,11 @@ def _demo(conf, argv):
             raise exception.InvalidInput(
                 '--workdir %s is not an empty directory; the demo builds '
                 'its deployment from scratch' % workdir)
-    return demo.run(workdir, main)
+    if conf.command.instances < 0:
+        raise exception.InvalidInput(
+            '--instances takes a number of instances, 0 or more; got %d'
+            % conf.command.instances)
+    return demo.run(workdir, main, conf.command.instances)
 
 
 def _add_commands(subparsers):

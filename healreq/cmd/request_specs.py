@@ -197,11 +197,13 @@ def _add_output_options(parser):
         '(text format, written atomically) for node_exporter\'s textfile '
         'collector.')
     parser.add_argument('--quiet', action='store_true',
-                        help='No progress line (otherwise shown on stderr '
-                             'when it is a terminal: per cell, instances '
-                             'done and total, rate and ETA) and no text '
-                             'report (for cron); errors still go to stderr '
-                             'and the exit code tells the outcome.')
+                        help='No progress (otherwise a line on stderr '
+                             'when it is a terminal, else a log line every '
+                             '[healreq]/progress_interval seconds: '
+                             'instances done and total, rate, ETA, drift '
+                             'so far) and no text report (for cron); errors '
+                             'still go to stderr and the exit code tells '
+                             'the outcome.')
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
     parser.add_argument('--verbose', action='store_true',
@@ -246,10 +248,8 @@ def run(conf, argv):
     options = _options(conf)
     collector.tune(options.batch_size)
     command = conf.command
-    display = None
-    if not command.quiet and sys.stderr.isatty():
-        display = progress.Progress(sys.stderr)
-
+    display = progress.for_command(conf, sys.stderr, 'drifted',
+                                   limit=options.max_count)
     try:
         with interruption.deferred():
             result = api.run_request_specs(

@@ -37,6 +37,18 @@ healreq_opts = [
                max=10000,
                help='Instances read per batch and cell. Memory use is '
                     'bounded by this number; --batch-size overrides it.'),
+    cfg.FloatOpt('progress_interval',
+                 default=30,
+                 min=0,
+                 max=86400,
+                 help='Seconds between two progress lines of request-specs '
+                      'and allocations when stderr is not a terminal (cron, '
+                      'a container\'s log, a pipe): each line, logged at '
+                      'INFO, gives the instances done out of the total for '
+                      'the run and per cell, the rate, the ETA and the '
+                      'findings so far. 0 logs none; --quiet too. On a '
+                      'terminal one line for the whole run is rewritten '
+                      'after each batch instead.'),
     cfg.IntOpt('lock_wait_timeout',
                default=5,
                min=1,

@@ -68,6 +68,8 @@ class AllocationWalk(object):
 
     ``run_context`` is a heal.context.RunContext (cells, engines,
     release); ``placement_engine`` the Placement database's engine.
+    ``progress``, if set, gets ``planned(cell, total)`` for every cell
+    first, then ``advanced(cell, done, mismatched)`` after each batch.
     """
 
     def __init__(self, run_context, placement_engine, batch_size,
@@ -82,6 +84,7 @@ class AllocationWalk(object):
         self._classes = None
         self._attributed = set()
         self.stop_check = _no_stop
+        self.progress = None
         # No limits: only the hook between batches (see budget).
         self._pause = budget.Budget().pause
 
@@ -108,6 +111,8 @@ class AllocationWalk(object):
         if self.instance_uuid:
             self._walk_instance(cells[0] if cells else None)
             return self.report
+        if self.progress is not None:
+            self.context.announce_cells(cells, self.progress, self._query)
         walked = []
         for cell in cells:
             if self._walked(cell, self._walk_cell):
@@ -140,9 +145,12 @@ class AllocationWalk(object):
             _pages(functools.partial(self._query, engine), self.batch_size),
             lambda page: (page, self._read_batch(engine, page)),
             LOADERS, self.stop_check)
+        counts = _CellCounts(self.report)
         try:
             for page, read in batches:
                 self._batch(cell, page, read, nodes)
+                if self.progress is not None:
+                    self.progress.advanced(cell, *counts.so_far())
                 self._between_batches()
         finally:
             batches.close()
@@ -361,6 +369,24 @@ class AllocationWalk(object):
                             found={uuid: found[uuid]}), None))
             remaining -= set(known)
         self.report.unattributed += len(remaining)
+
+
+class _CellCounts(object):
+    """A cell's instances checked and mismatches found, for progress."""
+
+    def __init__(self, report):
+        self._report = report
+        self._checked_before = report.instances_checked
+        self._seen = len(report.results)
+        self._found = 0
+
+    def so_far(self):
+        """``(checked, mismatched)`` in the cell since its walk began."""
+        new = self._report.results[self._seen:]
+        self._seen += len(new)
+        self._found += sum(1 for r in new if r.status == checks.MISMATCH)
+        return (self._report.instances_checked - self._checked_before,
+                self._found)
 
 
 def _no_stop():

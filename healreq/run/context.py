@@ -24,6 +24,7 @@ import threading
 
 from healreq import clock as clock_module
 from healreq.db import api_queries
+from healreq.db import cell_queries
 from healreq.db import engines
 from healreq import exception
 from healreq import nova_constants
@@ -147,6 +148,25 @@ class RunContext(object):
         raise exception.InvalidInput(
             'instance %s is mapped to cell %s but is not in its database'
             % (instance_uuid, mapped_cell['uuid']))
+
+    def announce_cells(self, cells, progress, read):
+        """Tell ``progress`` how many live instances each cell holds.
+
+        ``read(engine, query)`` runs the count; a cell whose count cannot
+        be read is announced with an unknown total (its walk reports the
+        error). Each cell's connections are closed again: its walk opens
+        them when it comes to it.
+        """
+        for cell in cells:
+            total = None
+            try:
+                total = read(self.cell_engine(cell),
+                             cell_queries.count_live_instances)
+            except (exception.CellDatabaseError,) + exception.DB_ERRORS:
+                pass
+            finally:
+                self.release(cell)
+            progress.planned(cell, total)
 
     def learn_release(self):
         """Establish the Nova release whose rules the run applies.

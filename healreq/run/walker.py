@@ -52,9 +52,10 @@ class Walker(object):
     ``context`` is the run's RunContext, ``options`` its api.Options,
     ``budget`` its Budget and ``writer`` the SpecWriter of its changes;
     ``audit`` (an AuditStore, or None) records the findings of run
-    ``run_id``. ``progress(cell, cell_report, total)``, if set, is called
-    after each batch; ``stop_check()`` after each batch and while the walk
-    waits for a cell database: it raises to stop the run.
+    ``run_id``. ``progress``, if set, gets ``planned(cell, total)`` for
+    every cell first, then ``advanced(cell, done, found)`` after each
+    batch (see cmd/progress.py); ``stop_check()`` after each batch and
+    while the walk waits for a cell database: it raises to stop the run.
     """
 
     def __init__(self, context, options, budget, writer, audit=None,
@@ -91,6 +92,8 @@ class Walker(object):
         self.budget.start()
         if self.options.instance_uuid and not cells:
             cells = self._unmapped_instance_cells()
+        if self.progress is not None and not self.options.instance_uuid:
+            self.context.announce_cells(cells, self.progress, self._read)
         if self._parallel(cells):
             # With --max-count the workers share one budget, so cells
             # still running stop when it is used up.
@@ -225,10 +228,6 @@ class Walker(object):
 
     def _walk_pages(self, cell, engine, out):
         """Process the cell's live instances, a batch per page read."""
-        total = None
-        if self.progress is not None:
-            total = self._read(engine, cell_queries.count_live_instances)
-            self.progress(cell, out.report, total)
         fields = self.options.settings.read_fields
         with self._cell_pages(cell, fields) as pages:
             pages = iter(pages)
@@ -246,7 +245,9 @@ class Walker(object):
                     page = exc  # raised once this batch is done
                 processed = self._batches.finish(cell, batch, begun, out)
                 if self.progress is not None:
-                    self.progress(cell, out.report, total)
+                    self.progress.advanced(cell, out.report.checked,
+                                           out.report.drifted
+                                           + out.report.healed)
                 self.stop_check()
                 self.budget.pause()
                 if self._stopped_in(engine, batch, processed, out.sink):

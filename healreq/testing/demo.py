@@ -28,6 +28,7 @@ from healreq.audit import history
 from healreq import exception
 from healreq.objects import numa_constraints
 from healreq.objects import numa_primitive
+from healreq.testing import copies
 from healreq.testing import deployment as dep
 
 SEED_INSTANCE = '982c3ead-59b1-4acd-876b-d55166d8e7f0'
@@ -76,6 +77,15 @@ def resources(flavor):
             'DISK_GB': data['root_gb'] + data['ephemeral_gb']}
 
 
+def node_uuid(host):
+    """The uuid of ``host``'s compute node and provider.
+
+    Derived from its name, so that the reports list the consumers of an
+    instance in the same order every time.
+    """
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, host + '.example.org'))
+
+
 class _Site(object):
     """The databases being built: Nova's and Placement's."""
 
@@ -92,16 +102,9 @@ class _Site(object):
         self.placement.dispose()
 
     def compute_node(self, cell, host):
-        """A compute node of ``cell`` and its resource provider.
-
-        Its uuid is derived from its name, so that the reports list the
-        consumers of an instance in the same order every time.
-        """
-        node = host + '.example.org'
-        uuid = dep.add_compute_node(
-            cell.engine, host, uuid=str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS,
-                                                      node)))
-        return self.placement.add_provider(uuid, node)
+        """A compute node of ``cell`` and its resource provider."""
+        uuid = dep.add_compute_node(cell.engine, host, uuid=node_uuid(host))
+        return self.placement.add_provider(uuid, host + '.example.org')
 
     def instance(self, cell, flavor, node=None, held=None, **kwargs):
         """An instance; its consumer holds ``held`` (a flavor) on ``node``.
@@ -114,21 +117,39 @@ class _Site(object):
         return uuid
 
 
-def build(workdir):
-    """Create the demo deployment in ``workdir``; return the config path."""
+def build(workdir, instances=0):
+    """Create the demo deployment in ``workdir``; return the config path.
+
+    ``instances`` more, healthy, are split between cell1 and cell2.
+    """
     site = _Site(workdir)
     try:
         site.nova.add_cell('cell0', site.url('nova_cell0.sqlite'),
                            uuid=dep.CELL0_UUID)
         # cell1 is stored as a template, formatted from [database].
-        _fill_cell1(site, site.nova.add_cell(
+        cell1 = site.nova.add_cell(
             'cell1', site.url('nova_cell1.sqlite'),
-            stored_url='{scheme}:////{path}_cell1.sqlite'))
-        _fill_cell2(site, site.nova.add_cell(
-            'cell2', site.url('nova_cell2.sqlite')))
+            stored_url='{scheme}:////{path}_cell1.sqlite')
+        _fill_cell1(site, cell1)
+        cell2 = site.nova.add_cell('cell2', site.url('nova_cell2.sqlite'))
+        _fill_cell2(site, cell2)
+        _add_healthy(site, instances, ((cell1, 'compute-1'),
+                                       (cell2, 'compute-3')))
     finally:
         site.dispose()
     return _write_config(site)
+
+
+def _add_healthy(site, count, cells_and_hosts):
+    """``count`` consistent m1.small instances, spread over the cells."""
+    share, rest = divmod(count, len(cells_and_hosts))
+    for position, (cell, host) in enumerate(cells_and_hosts):
+        number = share + (1 if position < rest else 0)
+        if not number:
+            continue
+        template = site.instance(cell, M1_SMALL, node_uuid(host), host=host)
+        copies.copy_instance(template, number - 1, cell.engine,
+                             site.nova.api_engine, site.placement.engine)
 
 
 def _fill_cell1(site, cell):
@@ -214,26 +235,28 @@ def _write_config(site):
     return config
 
 
-def run(workdir, main):
+def run(workdir, main, instances=0):
     """Build the deployment, run the demo's runs and print it all.
 
     The deployment is kept (in a new temporary directory if ``workdir``
-    is None); the commands to try on it close the output.
+    is None); the commands to try on it close the output. ``instances``
+    healthy ones are added, to watch the progress of a longer run.
     """
     if workdir is None:
         workdir = tempfile.mkdtemp(prefix='nova-heal-demo-')
     workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
-    config = build(workdir)
+    config = build(workdir, instances)
     print('Built a demo deployment (API DB, cell0, cell1, cell2, Placement) '
-          'in %s' % workdir)
+          'in %s%s' % (workdir, ', with %d more healthy instances'
+                       % instances if instances else ''))
     codes = []
     for arguments, _ in RUNS:
         print('\n$ %s' % command(config, *arguments))
         codes.append(main(['--config-file', config] + list(arguments)))
     ok = codes == [code for _, code in RUNS]
     print()
-    for line in hints(workdir, config):
+    for line in hints(workdir, config, instances):
         print(line)
     print('\nDemo %s: exit codes %s.' % ('complete' if ok else 'FAILED',
                                          codes))
@@ -246,7 +269,7 @@ def command(config, *arguments):
                     + [shlex.quote(argument) for argument in arguments])
 
 
-def hints(workdir, config):
+def hints(workdir, config, instances=0):
     """The closing lines: where the deployment is, what to try on it."""
     yield ('The deployment stays in %s (remove it when done); try on it:'
            % workdir)
@@ -257,6 +280,9 @@ def hints(workdir, config):
                   (('revert', '--dry-run', heal),
                    'what undoing it would write')]
     tries.append((('allocations', '--verbose'), 'skipped instances too'))
+    if instances:
+        tries.append((('request-specs', '--dry-run', '--sleep', '0.2'),
+                      'slowed down, to watch its progress'))
     for arguments, what in tries:
         yield '  %s  # %s' % (command(config, *arguments), what)
 

@@ -16,6 +16,7 @@ The commands the demo closes with are run as printed, on the deployment
 it kept.
 """
 
+import json
 import os
 import re
 import shlex
@@ -29,7 +30,7 @@ from healreq.tests import cli
 
 _MISMATCH = re.compile(r'MISMATCH \S+ \(cell \S+\): (.+)$')
 # The exit code of each command the demo suggests, by its first word.
-_SUCCESS = {'audit': 0, 'revert': 0, 'allocations': 0}
+_SUCCESS = {'audit': 0, 'revert': 0, 'allocations': 0, 'request-specs': 4}
 
 
 def section(stdout, command_end):
@@ -100,6 +101,34 @@ class DemoTest(testtools.TestCase):
                              ' '.join(words) + '\n' + result.stderr)
         shown = cli.run_main(commands[1][1:])
         self.assertIn('(heal)', shown.stdout.splitlines()[0])
+
+
+class LargerDemoTest(testtools.TestCase):
+    """``demo --instances N``: N healthy instances more, over both cells."""
+
+    def test_instances_are_added_and_walked(self):
+        workdir = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'demo')
+        result = cli.run_main(['demo', '--workdir', workdir,
+                               '--instances', '51'])
+        self.assertEqual(0, result.code, result.stdout + result.stderr)
+        self.assertIn('Checked 62 instance(s): 5 mismatched, 0 pending, '
+                      '2 skipped, 0 error(s).',
+                      section(result.stdout, ' allocations'))
+        commands = hints(result.stdout)
+        self.assertEqual('request-specs', command_word(commands[-1]))
+        ran = cli.run_main(commands[-1][1:] + ['--format', 'json'])
+        self.assertEqual(4, ran.code, ran.stderr)
+        document = json.loads(ran.stdout)
+        self.assertEqual([31, 31], [cell['instances_checked']
+                                    for cell in document['cells']])
+
+    def test_a_negative_number_is_refused(self):
+        result = cli.run_main(['demo', '--instances', '-1'])
+        self.assertEqual(127, result.code)
+        self.assertEqual(['nova-heal: error: --instances takes a number of '
+                          'instances, 0 or more; got -1'],
+                         result.stderr.splitlines())
 
 
 class DefaultFolderTest(testtools.TestCase):

@@ -107,6 +107,7 @@ class ListOptsTest(testtools.TestCase):
                           ('database', 'connection'),
                           ('placement_database', 'connection'),
                           ('healreq', 'batch_size'),
+                          ('healreq', 'progress_interval'),
                           ('healreq', 'lock_wait_timeout'),
                           ('healreq', 'database_timeout'),
                           ('healreq', 'skip_updated_within'),
