@@ -36,11 +36,13 @@ from healreq.tests.functional import audit_case
 RUNNABLE = {
     'request-specs': ['--dry-run'],
     'allocations': [],
+    'hosts': [],
 }
 # What makes each command fail before it reads any database.
 FAILING = {
     'request-specs': ['--dry-run', '--instance', 'not-a-uuid'],
     'allocations': ['--instance', 'not-a-uuid'],
+    'hosts': ['--cell', 'not-a-uuid'],
 }
 # Arguments that name a path but are no output file, and why.
 NOT_OUTPUTS = {
