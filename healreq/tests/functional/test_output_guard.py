@@ -101,7 +101,8 @@ class OptionsFoundTest(audit_case.AuditTestCase):
         self.assertEqual(
             sorted([('request-specs', '--plan'),
                     ('request-specs', '--metrics-file'),
-                    ('allocations', '--metrics-file')]), sorted(outputs))
+                    ('allocations', '--metrics-file'),
+                    ('hosts', '--metrics-file')]), sorted(outputs))
         for command, _ in outputs:
             self.assertIn(command, RUNNABLE)
             self.assertIn(command, FAILING)
