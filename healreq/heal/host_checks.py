@@ -164,10 +164,18 @@ def pinned_cpus(instance_topology, host_topology=None):
     where ``host_topology`` (the compute node's NUMATopology) is given.
     Cells pinning nothing are left out. Raises TopologyError.
     """
+    try:
+        siblings = _siblings(host_topology) if host_topology else {}
+    except primitive.PrimitiveError as exc:
+        raise TopologyError(str(exc))
+    return _pinned(instance_topology, siblings)
+
+
+def _pinned(instance_topology, siblings):
+    """pinned_cpus with the host's siblings, ``{cell id: [set]}``."""
     what = 'instance_extra.numa_topology'
     try:
         cells = _cells(instance_topology, 'InstanceNUMATopology', what)
-        siblings = _siblings(host_topology) if host_topology else {}
         held = {}
         for index, cell in enumerate(cells or ()):
             where = '%s.cells[%d]' % (what, index)
@@ -411,12 +419,19 @@ def _check_aggregates(result, record, provider, nova_aggregates):
 
 def _check_pins(result, record):
     nodes = {n['hypervisor_hostname']: n for n in record.nodes}
+    siblings = {}
+    for name, node in nodes.items():
+        try:
+            siblings[name] = _siblings(node.get('numa_topology'))
+        except primitive.PrimitiveError as exc:
+            _error(result, 'compute node %s: %s' % (node['uuid'], exc))
     by_node = {}
     for instance in sorted(record.instances, key=lambda i: i['uuid']):
-        node = nodes.get(instance['node'])
-        host_topology = node and node.get('numa_topology')
+        if not instance['numa_topology']:
+            continue
         try:
-            pins = pinned_cpus(instance['numa_topology'], host_topology)
+            pins = _pinned(instance['numa_topology'],
+                           siblings.get(instance['node'], {}))
         except TopologyError as exc:
             _error(result, 'instance %s: %s' % (instance['uuid'], exc))
             continue
