@@ -32,8 +32,9 @@ import common
 import hosts_build
 import run
 
-CONTENDERS = ('tool', 'raw')
-LABELS = {'tool': 'nova-heal hosts', 'raw': 'raw floor (PyMySQL)'}
+CONTENDERS = ('tool', 'raw', 'startup')
+LABELS = {'tool': 'nova-heal hosts', 'raw': 'raw floor (PyMySQL)',
+          'startup': 'nova-heal hosts --help'}
 
 
 def check_tool(result, hosts):
@@ -95,6 +96,14 @@ def report(args, runs, server, loads, compiled):
             summary['tool']['cpu'] / summary['raw']['cpu'], ' '.join(
                 '%.2f' % (mine['cpu'] / theirs['cpu'])
                 for mine, theirs in zip(tool, raw))),
+        'start-up (--help: imports and parsing, no database) %.2f s wall, '
+        '%.2f s CPU;' % (summary['startup']['wall'],
+                         summary['startup']['cpu']),
+        'tool less its start-up / raw floor, wall %.2fx, CPU %.2fx' % (
+            (summary['tool']['wall'] - summary['startup']['wall'])
+            / summary['raw']['wall'],
+            (summary['tool']['cpu'] - summary['startup']['cpu'])
+            / summary['raw']['cpu']),
     ]
     return '\n'.join(lines) + '\n'
 
@@ -123,10 +132,12 @@ def main(argv=None):
                  '--batch-size', str(args.batch_size)],
         'raw': [sys.executable, os.path.join(run.HERE, 'hosts_raw_floor.py'),
                 '--config-file', nova, '--placement-config-file', placement],
+        'startup': [sys.executable, '-m', 'healreq', 'hosts', '--help'],
     }
     check = {'tool': lambda result: check_tool(result, args.hosts),
              'raw': lambda result: check_raw(result, args.instances,
-                                             args.hosts)}
+                                             args.hosts),
+             'startup': lambda result: None}
     compiled = common.compile_healreq()
     runs = {name: [] for name in CONTENDERS}
     loads = []

@@ -30,6 +30,7 @@ The rules that mirror Nova's own code are small public functions:
 """
 
 import dataclasses
+import functools
 
 from healreq import nova_constants
 from healreq.objects import primitive
@@ -134,12 +135,31 @@ class TopologyError(ValueError):
 
 # -- The rules that mirror Nova's -------------------------------------------
 
+@functools.lru_cache(maxsize=64)
+def _version_loadable(name, version):
+    try:
+        return primitive.loadable(name, primitive.parse_version(version, ''))
+    except primitive.PrimitiveError:
+        return False
+
+
+def _unwrap(document, name, what):
+    """primitive.unwrap, its checks of the object version remembered."""
+    if (type(document) is dict and document.get(primitive.NAME) == name
+            and document.get(primitive.NAMESPACE) == 'nova'
+            and type(document.get(primitive.VERSION)) is str
+            and type(document.get(primitive.DATA)) is dict
+            and _version_loadable(name, document[primitive.VERSION])):
+        return document[primitive.DATA]
+    return primitive.unwrap(document, name, what)
+
+
 def _cells(document, expected_name, what):
     if isinstance(document, (str, bytes, bytearray)):
         document = primitive.load_json(document, what)
     if document is None:
         return None
-    data = primitive.unwrap(document, expected_name, what)
+    data = _unwrap(document, expected_name, what)
     cells = data.get('cells')
     if not isinstance(cells, list):
         raise primitive.PrimitiveError('%s has no list of cells' % what)
@@ -179,7 +199,7 @@ def _pinned(instance_topology, siblings):
         held = {}
         for index, cell in enumerate(cells or ()):
             where = '%s.cells[%d]' % (what, index)
-            data = primitive.unwrap(cell, 'InstanceNUMACell', where)
+            data = _unwrap(cell, 'InstanceNUMACell', where)
             if data.get('cpu_policy') in _UNPINNED_POLICIES:
                 continue
             cell_id = primitive.integer(data.get('id'), where + '.id')
@@ -219,7 +239,7 @@ def dedicated_cpus(host_topology):
         found = {}
         for index, cell in enumerate(cells):
             where = '%s.cells[%d]' % (what, index)
-            data = primitive.unwrap(cell, 'NUMACell', where)
+            data = _unwrap(cell, 'NUMACell', where)
             if 'pcpuset' not in data:
                 return None
             cell_id = primitive.integer(data.get('id'), where + '.id')
@@ -236,7 +256,7 @@ def _siblings(host_topology):
     for index, cell in enumerate(
             _cells(host_topology, 'NUMATopology', what) or ()):
         where = '%s.cells[%d]' % (what, index)
-        data = primitive.unwrap(cell, 'NUMACell', where)
+        data = _unwrap(cell, 'NUMACell', where)
         cell_id = primitive.integer(data.get('id'), where + '.id')
         found[cell_id] = [_int_set(group, where + '.siblings')
                           for group in data.get('siblings') or ()]
