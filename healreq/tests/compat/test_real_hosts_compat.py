@@ -18,7 +18,8 @@ functional framework, fake-driver computes, the placement database in
 a SQLite file). Nova's own paths make each disagreement between Nova's
 aggregates and compute nodes and Placement's aggregates and providers:
 an aggregate change whose Placement call got a 503 (Nova swallows it
-and accepts the change), a compute service deleted while a failed live
+and accepts the change) or whose connection failed (the request fails
+after Nova wrote its side), a compute service deleted while a failed live
 migration's consumer holds its provider. The tests pin what Nova then
 does (where a boot lands, what ``nova-manage placement sync_aggregates``
 and ``audit --delete`` repair) and what ``nova-heal hosts`` reports. A
@@ -39,8 +40,10 @@ from healreq.tests.compat import placement_services
 from healreq.tests.compat import services
 
 if services.available():
+    from keystoneauth1 import exceptions as ks_exceptions
     from nova.cmd import manage
     from nova.scheduler.client import report
+    from nova.tests.functional.api import client as api_client
 
 # The heaviest host wins among those the scheduler may use.
 WEIGHTS = {'host2': 100, 'host1': 50, 'host3': 10}
@@ -103,11 +106,12 @@ class _Hosts(placement_services.FileBackedPlacement):
                     '--generation'])}, version='1.19').status)
 
     @contextlib.contextmanager
-    def placement_unavailable(self, host):
-        """Placement answers 503 to the next lookup of ``host`` by name.
+    def placement_unavailable(self, host, connect=False):
+        """Placement fails the next lookup of ``host`` by name.
 
-        The call that the API's aggregate changes make first; every
-        other call of the report client reaches placement.
+        The call that the API's aggregate changes make first: it answers
+        503, or with ``connect`` the connection fails. Every other call
+        of the report client reaches placement.
         """
         original = report.SchedulerReportClient.get
         failed = []
@@ -115,6 +119,8 @@ class _Hosts(placement_services.FileBackedPlacement):
         def get(client, url, *args, **kwargs):
             if url == '/resource_providers?name=%s' % host and not failed:
                 failed.append(url)
+                if connect:
+                    raise ks_exceptions.ConnectFailure('placement unreachable')
                 response = requests.Response()
                 response.status_code = 503
                 response._content = b'{"errors": [{"status": 503}]}'
@@ -211,13 +217,24 @@ class AggregatesTest(_Hosts):
         self.assertEqual('host1', server['OS-EXT-SRV-ATTR:host'])
 
     def test_addition_that_missed_placement_hides_the_zone(self):
-        self.aggregate('az1', 'host1', 'host2')
+        az1 = self.aggregate('az1', 'host1', 'host2')
         az2 = self.admin_api.post_aggregate({'aggregate': {
             'name': 'agg-az2', 'availability_zone': 'az2'}})
         with self.placement_unavailable('host3'):
             self.admin_api.add_host_to_aggregate(az2['id'], 'host3')
         self.assertEqual(['host3'], self.nova_hosts(az2))
         self.assertEqual(set(), self.placement_aggregates('host3')[0])
+        # A connection failure fails the request, after Nova wrote its
+        # side: host1 is a member of a plain aggregate in Nova alone.
+        plain = self.admin_api.post_aggregate({'aggregate': {
+            'name': 'agg-plain'}})
+        with self.placement_unavailable('host1', connect=True):
+            error = self.assertRaises(
+                api_client.OpenStackApiException,
+                self.admin_api.add_host_to_aggregate, plain['id'], 'host1')
+        self.assertEqual(500, error.response.status_code)
+        self.assertEqual(['host1'], self.nova_hosts(plain))
+        self.assertEqual({az1['uuid']}, self.placement_aggregates('host1')[0])
 
         # The zone has an enabled host; a boot into it finds none.
         server = self._create_server(az='az2', networks='none',
@@ -225,25 +242,32 @@ class AggregatesTest(_Hosts):
         self.assertIn('No valid host', server['fault']['message'])
 
         document = self.hosts(0)
-        result, = document['results']
-        self.assertEqual(('host3', self.rp['host3'], 'mismatched',
-                          ['aggregate-missing']), (
-            result['host'], result['provider_uuid'], result['status'],
-            result['problems']))
-        self.assertEqual([{
-            'reason': 'aggregate-missing', 'aggregate_uuid': az2['uuid'],
-            'aggregate_name': 'agg-az2', 'provider_uuid': self.rp['host3']}],
-            result['details'])
-        self.assertEqual(['nova-manage placement sync_aggregates --verbose'],
-                         result['remedy'])
-        self.assertEqual({'aggregate-missing': 1},
+        self.assertEqual({'aggregate-missing': 2},
                          self.problem_counts(document))
+        results = {r['host']: r for r in document['results']}
+        self.assertEqual(['host1', 'host3'], sorted(results))
+        for host, aggregate in (('host1', plain), ('host3', az2)):
+            result = results[host]
+            self.assertEqual((self.rp[host], 'mismatched',
+                              ['aggregate-missing']), (
+                result['provider_uuid'], result['status'],
+                result['problems']))
+            self.assertEqual([{
+                'reason': 'aggregate-missing',
+                'aggregate_uuid': aggregate['uuid'],
+                'aggregate_name': aggregate['name'],
+                'provider_uuid': self.rp[host]}], result['details'])
+            self.assertEqual(
+                ['nova-manage placement sync_aggregates --verbose'],
+                result['remedy'])
 
-        # sync_aggregates repairs it: the audit finds nothing, the boot
+        # sync_aggregates repairs both: the audit finds nothing, the boot
         # lands in the zone.
         self.assertEqual(0, self.sync_aggregates())
         self.assertEqual({az2['uuid']}, self.placement_aggregates('host3')[0])
-        self.assertEqual(4, self.hosts(4)['exit_code'])
+        self.assertEqual({az1['uuid'], plain['uuid']},
+                         self.placement_aggregates('host1')[0])
+        self.assertEqual([], self.hosts(4)['results'])
         server = self._create_server(az='az2', networks='none')
         self.assertEqual('host3', server['OS-EXT-SRV-ATTR:host'])
 
