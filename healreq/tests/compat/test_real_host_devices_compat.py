@@ -21,13 +21,16 @@ PCI device held by a deleted server (a local delete while the host's
 compute is down); two servers pinned to the same pCPUs are emulated (the
 rows as NUMA live-migration bugs leave them), which the test says. The
 tests pin what Nova's compute then does and what ``nova-heal hosts``
-reports, and that the paths that end well report nothing.
+reports, and that the paths that end well (pinned servers resized,
+confirmed or reverted, and migrated between two hosts) report nothing,
+while a resize awaiting its confirmation holds both hosts skipped.
 """
 
 import json
 import unittest
 from xml.etree import ElementTree
 
+import fixtures
 import sqlalchemy as sa
 
 from healreq.tests.compat import libvirt_services
@@ -141,6 +144,55 @@ class PinnedCpusTest(_Devices):
             'instances': sorted([first['id'], second['id']])}, detail)
 
 
+class PinnedMovesTest(_Devices):
+    """Pinned servers resized and migrated between two libvirt hosts."""
+
+    def setUp(self):
+        self.flags(cpu_dedicated_set=DEDICATED, cpu_shared_set=None,
+                   group='compute')
+        self.flags(vcpu_pin_set=None)
+        super().setUp()
+        for host in ('host1', 'host2'):
+            self.start_libvirt(host, fakelibvirt.HostInfo(
+                cpu_nodes=1, cpu_sockets=1, cpu_cores=4, cpu_threads=2))
+        self.small, self.large = (
+            self._create_flavor(vcpu=vcpus, extra_spec={
+                'hw:cpu_policy': 'dedicated'}) for vcpus in (2, 4))
+        # The disk copy of a move, which fakelibvirt cannot do, as Nova's
+        # own functional libvirt tests stub it.
+        self.useFixture(fixtures.MockPatch(
+            'nova.virt.libvirt.driver.LibvirtDriver.'
+            'migrate_disk_and_power_off', return_value='{}'))
+
+    def resized(self, name):
+        server = self._create_server(name=name, flavor_id=self.small,
+                                     networks='none')
+        self.api.post_server_action(server['id'], {
+            'resize': {'flavorRef': self.large}})
+        return self._wait_for_state_change(server, 'VERIFY_RESIZE')
+
+    def test_moves_that_end_well_report_nothing(self):
+        confirmed = self.resized('confirmed')
+        destination = confirmed['OS-EXT-SRV-ATTR:host']
+        source, = {'host1', 'host2'} - {destination}
+        # While a resize awaits its confirmation, both hosts hold pins.
+        document = self.hosts(4)
+        self.assertEqual({
+            (destination, 'skipped', 'resize-awaiting-confirm'),
+            (source, 'skipped', 'migration-in-progress')}, {
+            (r['host'], r['status'], r['reason'])
+            for r in document['results']})
+        self._confirm_resize(confirmed)
+        self._revert_resize(self.resized('reverted'))
+        migrated = self._create_server(name='migrated', flavor_id=self.small,
+                                       networks='none')
+        self._confirm_resize(self._migrate_server(migrated))
+        document = self.hosts(4)
+        self.assertEqual(([], 2, 0), (
+            document['results'], document['summary']['hosts_checked'],
+            document['summary']['skipped']))
+
+
 class PciDeviceTest(_Devices):
     """A PCI device held by a server deleted while its compute was down."""
 
@@ -201,6 +253,6 @@ def load_tests(loader, tests, pattern):
     """
     suite = unittest.TestSuite()
     if services.available():
-        for case in (PinnedCpusTest, PciDeviceTest):
+        for case in (PinnedCpusTest, PinnedMovesTest, PciDeviceTest):
             suite.addTests(loader.loadTestsFromTestCase(case))
     return suite
