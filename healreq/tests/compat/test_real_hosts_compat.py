@@ -42,6 +42,7 @@ from healreq.tests.compat import services
 if services.available():
     from keystoneauth1 import exceptions as ks_exceptions
     from nova.cmd import manage
+    from nova import context as nova_context
     from nova.scheduler.client import report
     from nova.tests.functional.api import client as api_client
 
@@ -363,6 +364,52 @@ class ProvidersTest(_Hosts):
         self.assertEqual(204, self.placement.delete(
             '/resource_providers/%s' % self.rp['host2']).status)
         self.assertEqual([], self.hosts(4)['results'])
+
+    def provider(self, name, parent=None):
+        """A new provider in Placement; its uuid."""
+        body = {'name': name}
+        if parent:
+            body['parent_provider_uuid'] = parent
+        return self.placement.post('/resource_providers', body,
+                                   version='1.20').body['uuid']
+
+    def test_sharing_providers_are_not_orphans(self):
+        """Providers that no compute node backs, as Nova tells them apart.
+
+        A sharing provider (a root with MISC_SHARES_VIA_AGGREGATE, in an
+        aggregate with host1, and a provider below it), and a stray root
+        with a child. Nova's report client asks Placement which
+        providers of host1's aggregates share: the sharing root alone.
+        The audit reports every other root no compute node backs, the
+        stray one, and nothing below a root by itself.
+        """
+        sharing = self.provider('shared-storage')
+        below_sharing = self.provider('shared-storage-pool', sharing)
+        stray = self.provider('stray')
+        stray_child = self.provider('stray-child', stray)
+        self._set_provider_traits(sharing, ['MISC_SHARES_VIA_AGGREGATE'])
+        self._set_inventory(sharing, {'inventories': {
+            'DISK_GB': {'total': 1000}}})
+        self._set_aggregate(sharing, SHARED)
+        self._set_aggregate(self.rp['host1'], SHARED)
+        client = report.SchedulerReportClient()
+        self.assertEqual([sharing], [
+            p['uuid'] for p in client._get_sharing_providers(
+                nova_context.get_admin_context(), [SHARED])])
+        self.assertNotIn(below_sharing, [
+            p['uuid'] for p in self.placement.get(
+                '/resource_providers?required=MISC_SHARES_VIA_AGGREGATE',
+                version='1.18').body['resource_providers']])
+
+        document = self.hosts(0)
+        result, = document['results']
+        self.assertEqual((None, stray, ['provider-orphaned']), (
+            result['host'], result['provider_uuid'], result['problems']))
+        # It holds nothing: delete the child, then it.
+        self.assertEqual(['openstack resource provider delete %s' % uuid
+                          for uuid in (stray_child, stray)], result['remedy'])
+        self.assertEqual({'provider-orphaned': 1},
+                         self.problem_counts(document))
 
     def test_renamed_host_keeps_its_compute_node(self):
         """A compute node whose host was renamed: the rows are emulated.
