@@ -58,6 +58,7 @@ from healreq.run import audited
 from healreq.run import budget
 from healreq.run import context
 from healreq.run import databases
+from healreq.run import host_walk
 from healreq.run import replay
 from healreq.run import walker
 from healreq.run import writer
@@ -315,10 +316,7 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
     signal's exit code. Raises InvalidInput (exit 127) without
     ``[placement_database]/connection``. Returns an AllocationsResult.
     """
-    if not conf.placement_database.connection:
-        raise exception.InvalidInput(
-            '[placement_database]/connection is not set; pass '
-            '--config-file /etc/placement/placement.conf')
+    _require_placement(conf)
     started = time.monotonic()
     with databases.checked_api_database(
             conf, [('--metrics-file', metrics_file)],
@@ -352,6 +350,69 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
         if problems:
             code = ExitCode.NEEDS_ATTENTION
     return AllocationsResult(report, code, problems)
+
+
+def hosts_exit_code(report):
+    """The exit code of a HostReport: 2, else 0 if found, else 4."""
+    if report.cell_errors or report.count('error'):
+        return ExitCode.NEEDS_ATTENTION
+    if report.count('mismatched'):
+        return ExitCode.HEALED
+    return ExitCode.NOTHING_TO_HEAL
+
+
+def run_hosts(conf, *, host=None, cell_uuid=None, batch_size=None,
+              metrics_file=None, clock=clock_module.utcnow, stop_check=None):
+    """Audit what the scheduler reads about each host. Read only.
+
+    Reads the API database's aggregates, every selected cell's compute
+    nodes, services, instances and PCI devices, and the Placement
+    database; writes nothing to any (no audit run is recorded).
+    ``metrics_file`` receives the run's metrics. ``stop_check()`` is
+    called after each page; an Interrupted it raises ends the run with
+    the report so far and the signal's exit code. Raises InvalidInput
+    (exit 127) without ``[placement_database]/connection``. Returns an
+    AllocationsResult whose report is a heal.host_checks.HostReport.
+    """
+    _require_placement(conf)
+    started = time.monotonic()
+    with databases.checked_api_database(
+            conf, [('--metrics-file', metrics_file)],
+            uses_store=False) as api_engine, (
+            databases.placement_database(conf)) as placement_engine:
+        options = Options.from_conf(conf, cell_uuid=cell_uuid,
+                                    batch_size=batch_size)
+        run_context = _context(conf, api_engine, clock, options)
+        try:
+            walk = host_walk.HostWalk(
+                run_context, placement_engine, options.batch_size,
+                host=host, cell_uuid=options.cell_uuid)
+            if stop_check is not None:
+                walk.stop_check = stop_check
+            report = walk.run()
+            code = hosts_exit_code(report)
+        except exception.Interrupted as exc:
+            report, code = exc.report, exc.exit_code
+        finally:
+            run_context.close()
+    problems = []
+    if metrics_file:
+        now = time.time()
+        problems = _write_metrics(
+            metrics_file, metrics.render_hosts(
+                report, code, time.monotonic() - started, now),
+            code, now, prefix=metrics.HOSTS_PREFIX)
+        if problems:
+            code = ExitCode.NEEDS_ATTENTION
+    return AllocationsResult(report, code, problems)
+
+
+def _require_placement(conf):
+    """InvalidInput unless ``[placement_database]/connection`` is set."""
+    if not conf.placement_database.connection:
+        raise exception.InvalidInput(
+            '[placement_database]/connection is not set; pass '
+            '--config-file /etc/placement/placement.conf')
 
 
 def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
@@ -665,6 +726,15 @@ def write_allocations_failure_metrics(metrics_file, exit_code,
     """
     text = metrics.render_allocations(None, exit_code, duration, time.time())
     metrics.write(metrics_file, text, prefix=metrics.ALLOCATIONS_PREFIX)
+
+
+def write_hosts_failure_metrics(metrics_file, exit_code, duration=0.0):
+    """Write the metrics of a run of ``hosts`` that ended early.
+
+    As write_allocations_failure_metrics: the exit code and times only.
+    """
+    text = metrics.render_hosts(None, exit_code, duration, time.time())
+    metrics.write(metrics_file, text, prefix=metrics.HOSTS_PREFIX)
 
 
 def _write_outputs(report, code, run_id, duration, dry_run, plan_file,

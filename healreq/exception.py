@@ -270,6 +270,45 @@ ALLOCATIONS_MEANINGS = {
     for code, meaning in MEANINGS.items()
     if code not in (ExitCode.MAX_COUNT_REACHED, ExitCode.CONFLICT)}
 
+# What the exit codes of ``hosts`` (read only) mean; it never exits 1 or 3.
+_HOSTS_DIFFERENCES = {
+    ExitCode.HEALED: Meaning(
+        'problems found: some hosts or resource providers disagree '
+        'between Nova and Placement, or hold pinned CPUs or PCI devices '
+        'they should not (nothing is written; the report gives the remedy '
+        'or the decision an operator must take)',
+        'Review each remedy, run its commands in the order given, then '
+        'run the audit again (exit %d).' % ExitCode.NOTHING_TO_HEAL),
+    ExitCode.NEEDS_ATTENTION: Meaning(
+        'some hosts or cells could not be checked (an unreadable NUMA '
+        'topology, an unreachable cell), or the API or Placement database '
+        'failed',
+        'Read the ERROR lines or the line on stderr; the other hosts were '
+        'checked normally.'),
+    ExitCode.NOTHING_TO_HEAL: Meaning(
+        'nothing found: every checked host and provider agrees (hosts '
+        'with an operation in flight are skipped, never flagged)',
+        'Nothing: this is the healthy result.'),
+    ExitCode.INVALID_INPUT: Meaning(
+        'invalid input, with a one-line message on stderr: a bad UUID, an '
+        'unknown cell or host, conflicting options, a missing or invalid '
+        'configuration ([placement_database]/connection or '
+        '[api_database]/connection not set), or a --metrics-file that '
+        'would replace a configuration file or a Nova database',
+        'Read the one-line message; fix the command line or the '
+        'configuration (pass placement.conf with --config-file).'),
+    ExitCode.INTERRUPTED: Meaning(
+        'interrupted by SIGINT (Ctrl-C): stopped after the current page of '
+        'hosts, reported what it checked so far (the hosts after it and '
+        'the orphaned providers were not checked) and wrote its metrics '
+        'with this code',
+        'Run again to check everything. A second signal stops at once, '
+        'with no report.'),
+}
+HOSTS_MEANINGS = {
+    code: _HOSTS_DIFFERENCES.get(code, meaning)
+    for code, meaning in ALLOCATIONS_MEANINGS.items()}
+
 # When several outcomes of a run apply, the most severe decides the exit
 # code, in this order (a signal ends the run whatever else applies).
 SEVERITY = (ExitCode.UNEXPECTED_ERROR, ExitCode.INVALID_INPUT,

@@ -18,6 +18,7 @@ collector, written atomically (write, then rename) at the end of a run.
 from healreq import atomic_file
 from healreq.heal import allocation_checks
 from healreq.heal.findings import Status
+from healreq.heal import host_checks
 
 _PREFIX = 'nova_heal_request_specs'
 
@@ -159,6 +160,53 @@ def _allocation_counts(lines, report):
     metric = '%s_cell_errors' % ALLOCATIONS_PREFIX
     _gauge(lines, metric, 'Cells that could not be read in the last run.')
     lines.append('%s %d' % (metric, len(report.cell_errors)))
+
+
+HOSTS_PREFIX = 'nova_heal_hosts'
+
+
+def render_hosts(report, exit_code, duration, finished_at):
+    """The metrics of a run of ``hosts`` as Prometheus text.
+
+    As those of ``allocations``: per problem class (``reason``) and per
+    status; without a ``report``, only the exit code and times.
+    """
+    lines = []
+    if report is not None:
+        for name, help_text, value in (
+                ('hosts_checked', 'Hosts checked in the last run.',
+                 report.hosts_checked),
+                ('providers_checked', 'Resource providers checked in the '
+                 'last run.', report.providers_checked)):
+            metric = '%s_%s' % (HOSTS_PREFIX, name)
+            _gauge(lines, metric, help_text)
+            lines.append('%s %d' % (metric, value))
+        metric = '%s_problems' % HOSTS_PREFIX
+        _gauge(lines, metric, 'Hosts and providers with this problem in the '
+                              'last run.')
+        for reason, count in sorted(report.problem_counts().items()):
+            lines.append('%s{reason="%s"} %d'
+                         % (metric, _label(reason), count))
+        metric = '%s_results' % HOSTS_PREFIX
+        _gauge(lines, metric, 'Hosts and providers reported with this '
+                              'status in the last run.')
+        for status in host_checks.STATUSES:
+            lines.append('%s{status="%s"} %d'
+                         % (metric, status, report.count(status)))
+        metric = '%s_cell_errors' % HOSTS_PREFIX
+        _gauge(lines, metric, 'Cells that could not be read in the last '
+                              'run.')
+        lines.append('%s %d' % (metric, len(report.cell_errors)))
+    for name, help_text, value in (
+            ('exit_code', 'Exit code of the last run.', int(exit_code)),
+            ('duration_seconds', 'Wall time of the last run.',
+             '%.3f' % duration),
+            ('last_run_timestamp_seconds', 'When the last run ended.',
+             '%d' % finished_at)):
+        metric = '%s_%s' % (HOSTS_PREFIX, name)
+        _gauge(lines, metric, help_text)
+        lines.append('%s %s' % (metric, value))
+    return '\n'.join(lines) + '\n'
 
 
 def write(path, text, success_timestamp=None, prefix=_PREFIX):

@@ -63,6 +63,11 @@ ALLOCATIONS_EXIT_CODES_HELP = exit_codes_help(
     'With --format json, stdout carries one JSON document on every exit '
     'code: for %d and errors that end the run, {"error": {"exit_code": N, '
     '"message": "..."}}.' % exception.ExitCode.INVALID_INPUT)
+HOSTS_EXIT_CODES_HELP = exit_codes_help(
+    exception.HOSTS_MEANINGS,
+    'With --format json, stdout carries one JSON document on every exit '
+    'code: for %d and errors that end the run, {"error": {"exit_code": N, '
+    '"message": "..."}}.' % exception.ExitCode.INVALID_INPUT)
 REPLAY_EXIT_CODES_HELP = exit_codes_help(
     exception.REPLAY_MEANINGS,
     'Without --dry-run, an apply or revert that writes nothing never exits '

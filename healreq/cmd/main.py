@@ -35,6 +35,7 @@ from healreq.cmd import allocations
 from healreq.cmd import audit_commands
 from healreq.cmd import collector
 from healreq.cmd import common
+from healreq.cmd import hosts
 from healreq.cmd import interruption
 from healreq.cmd import logs
 from healreq.cmd import output
@@ -102,6 +103,7 @@ def _demo(conf, argv):
 def _add_commands(subparsers):
     request_specs.add_parser(subparsers)
     allocations.add_parser(subparsers)
+    hosts.add_parser(subparsers)
     audit_commands.add_parsers(subparsers)
     _demo_parser(subparsers)
 

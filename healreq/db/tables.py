@@ -217,6 +217,8 @@ instances = sa.Table(
     sa.Index('instances_task_state_updated_at_idx',
              'task_state', 'updated_at'),
     sa.Index('instances_uuid_deleted_idx', 'uuid', 'deleted'),
+    # nova-heal hosts reads the instances of a page of hosts.
+    sa.Index('instances_host_node_deleted_idx', 'host', 'node', 'deleted'),
     **_MYSQL_TABLE_ARGS)
 
 instance_extra = sa.Table(
@@ -284,6 +286,11 @@ migrations = sa.Table(
     sa.UniqueConstraint('uuid', name='uniq_migrations0uuid'),
     sa.Index('migrations_instance_uuid_and_status_idx',
              'deleted', 'instance_uuid', 'status'),
+    # nova-heal hosts reads the migrations from or to a page of hosts.
+    sa.Index('migrations_by_src_host_nodes_and_status_idx', 'deleted',
+             'source_compute', 'source_node', 'status'),
+    sa.Index('migrations_by_dest_host_nodes_and_status_idx', 'deleted',
+             'dest_compute', 'dest_node', 'status'),
     **_MYSQL_TABLE_ARGS)
 
 # Read only, to tell which Nova release runs (see healreq.releases).
@@ -317,10 +324,40 @@ compute_nodes = sa.Table(
     sa.Column('host', sa.String(255)),
     sa.Column('hypervisor_type', MediumText, nullable=False),
     sa.Column('hypervisor_hostname', sa.String(255)),
+    # A NUMATopology primitive (JSON), read by ``nova-heal hosts``: its
+    # cells' pcpuset are the host's dedicated pCPUs.
+    sa.Column('numa_topology', sa.Text),
     sa.UniqueConstraint('host', 'hypervisor_hostname', 'deleted',
                         name='uniq_compute_nodes0host0hypervisor_hostname0'
                              'deleted'),
     sa.Index('compute_nodes_uuid_idx', 'uuid', unique=True),
+    **_MYSQL_TABLE_ARGS)
+
+# Read only, by ``nova-heal hosts``: the PCI devices of compute nodes and
+# the instances holding them.
+pci_devices = sa.Table(
+    'pci_devices', cell_metadata,
+    *_timestamps(),
+    *_soft_delete(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36)),
+    sa.Column('compute_node_id', sa.Integer,
+              sa.ForeignKey('compute_nodes.id'), nullable=False),
+    sa.Column('address', sa.String(12), nullable=False),
+    sa.Column('vendor_id', sa.String(4), nullable=False),
+    sa.Column('product_id', sa.String(4), nullable=False),
+    sa.Column('dev_type', sa.String(8), nullable=False),
+    sa.Column('dev_id', sa.String(255)),
+    sa.Column('label', sa.String(255), nullable=False),
+    sa.Column('status', sa.String(36), nullable=False),
+    sa.Column('instance_uuid', sa.String(36)),
+    sa.Index('ix_pci_devices_compute_node_id_deleted',
+             'compute_node_id', 'deleted'),
+    sa.Index('ix_pci_devices_instance_uuid_deleted',
+             'instance_uuid', 'deleted'),
+    sa.UniqueConstraint('compute_node_id', 'address', 'deleted',
+                        name='uniq_pci_devices0compute_node_id0address0'
+                             'deleted'),
     **_MYSQL_TABLE_ARGS)
 
 
@@ -357,6 +394,48 @@ resource_providers = sa.Table(
               sa.ForeignKey('resource_providers.id')),
     sa.UniqueConstraint('uuid', name='uniq_resource_providers0uuid'),
     sa.UniqueConstraint('name', name='uniq_resource_providers0name'),
+    **_MYSQL_TABLE_ARGS)
+
+# Aggregates and traits, read by ``nova-heal hosts``: the uuid of a
+# Nova aggregate is that of its Placement aggregate, and a sharing
+# provider has the trait MISC_SHARES_VIA_AGGREGATE.
+placement_aggregates = sa.Table(
+    'placement_aggregates', placement_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36)),
+    sa.UniqueConstraint('uuid', name='uniq_placement_aggregates0uuid'),
+    **_MYSQL_TABLE_ARGS)
+
+resource_provider_aggregates = sa.Table(
+    'resource_provider_aggregates', placement_metadata,
+    *_timestamps(),
+    sa.Column('resource_provider_id', sa.Integer, primary_key=True,
+              nullable=False),
+    sa.Column('aggregate_id', sa.Integer, primary_key=True, nullable=False),
+    sa.Index('resource_provider_aggregates_aggregate_id_idx',
+             'aggregate_id'),
+    **_MYSQL_TABLE_ARGS)
+
+traits = sa.Table(
+    'traits', placement_metadata,
+    *_timestamps(),
+    sa.Column('id', sa.Integer, primary_key=True, nullable=False,
+              autoincrement=True),
+    sa.Column('name', sa.Unicode(255), nullable=False),
+    sa.UniqueConstraint('name', name='uniq_traits0name'),
+    **_MYSQL_TABLE_ARGS)
+
+resource_provider_traits = sa.Table(
+    'resource_provider_traits', placement_metadata,
+    *_timestamps(),
+    sa.Column('trait_id', sa.Integer, sa.ForeignKey('traits.id'),
+              primary_key=True, nullable=False),
+    sa.Column('resource_provider_id', sa.Integer,
+              sa.ForeignKey('resource_providers.id'), primary_key=True,
+              nullable=False),
+    sa.Index('resource_provider_traits_resource_provider_trait_idx',
+             'resource_provider_id', 'trait_id'),
     **_MYSQL_TABLE_ARGS)
 
 resource_classes = sa.Table(

@@ -357,11 +357,15 @@ class Deployment(object):
                     created_at=LONG_AGO))
         return uuid
 
-    def add_aggregate(self, name, zone=None, hosts=()):
-        """A host aggregate, in availability zone ``zone`` if given."""
+    def add_aggregate(self, name, zone=None, hosts=(), uuid=None):
+        """A host aggregate, in availability zone ``zone`` if given.
+
+        Returns its uuid.
+        """
+        uuid = uuid or str(uuidlib.uuid4())
         with self.api_engine.begin() as conn:
             aggregate_id = conn.execute(tables.aggregates.insert().values(
-                uuid=str(uuidlib.uuid4()), name=name,
+                uuid=uuid, name=name,
                 created_at=LONG_AGO)).inserted_primary_key[0]
             if zone is not None:
                 conn.execute(tables.aggregate_metadata.insert().values(
@@ -371,6 +375,7 @@ class Deployment(object):
                 conn.execute(tables.aggregate_hosts.insert().values(
                     aggregate_id=aggregate_id, host=host,
                     created_at=LONG_AGO))
+        return uuid
 
     def define_flavor(self, flavor, extra_specs=None):
         """The definition of Flavor primitive ``flavor`` in the API database.
@@ -489,10 +494,12 @@ def _insert_instance_children(conn, uuid, system_metadata, block_devices,
 
 
 def add_compute_node(engine, host, node=None, uuid=None,
-                     hypervisor_type='QEMU', deleted=False):
+                     hypervisor_type='QEMU', deleted=False,
+                     numa_topology=None):
     """A compute node of a cell; return its uuid (its provider's uuid).
 
-    ``node`` defaults to ``host.example.org``, as add_instance names it.
+    ``node`` defaults to ``host.example.org``, as add_instance names it;
+    ``numa_topology`` is stored as is (see host_topology).
     """
     uuid = uuid or str(uuidlib.uuid4())
     node = node or host + '.example.org'
@@ -500,13 +507,76 @@ def add_compute_node(engine, host, node=None, uuid=None,
         result = conn.execute(tables.compute_nodes.insert().values(
             uuid=uuid, host=host, hypervisor_hostname=node,
             hypervisor_type=hypervisor_type, deleted=0,
-            created_at=LONG_AGO))
+            numa_topology=numa_topology, created_at=LONG_AGO))
         if deleted:
             row_id = result.inserted_primary_key[0]
             conn.execute(tables.compute_nodes.update().where(
                 tables.compute_nodes.c.id == row_id).values(
                 deleted=row_id, deleted_at=LONG_AGO))
     return uuid
+
+
+def node_id(engine, uuid):
+    """The id of the compute node of ``uuid``."""
+    c = tables.compute_nodes
+    with engine.connect() as conn:
+        return conn.execute(sa.select(c.c.id).where(c.c.uuid == uuid)).scalar()
+
+
+def add_pci_device(engine, node_uuid, address, status='available',
+                   instance_uuid=None, deleted=False):
+    """A PCI device (a VF) of the compute node ``node_uuid``."""
+    with engine.begin() as conn:
+        result = conn.execute(tables.pci_devices.insert().values(
+            uuid=str(uuidlib.uuid4()), compute_node_id=node_id(
+                engine, node_uuid), address=address, vendor_id='8086',
+            product_id='154c', dev_type='type-VF', dev_id='pci_%s' % (
+                address.replace(':', '_').replace('.', '_')),
+            label='label_8086_154c', status=status,
+            instance_uuid=instance_uuid, deleted=0, created_at=LONG_AGO))
+        if deleted:
+            row_id = result.inserted_primary_key[0]
+            conn.execute(tables.pci_devices.update().where(
+                tables.pci_devices.c.id == row_id).values(
+                deleted=row_id, deleted_at=LONG_AGO))
+
+
+def host_topology(cells, siblings=None):
+    """A compute node's NUMATopology JSON: ``cells`` are pcpusets by id.
+
+    Each cell also has its shared ``cpuset`` (none) and, from
+    ``siblings`` ({cell id: [[cpu, cpu], ...]}), its thread siblings.
+    """
+    return json.dumps(envelope('NUMATopology', '1.2', {'cells': [
+        envelope('NUMACell', '1.5', {
+            'id': cell_id, 'cpuset': [], 'pcpuset': sorted(pcpus),
+            'memory': 16384, 'cpu_usage': 0, 'memory_usage': 0,
+            'pinned_cpus': [], 'siblings': [
+                sorted(group) for group in (siblings or {}).get(cell_id,
+                                                                [])],
+            'mempages': [], 'network_metadata': None, 'socket': None})
+        for cell_id, pcpus in sorted(cells.items())]}))
+
+
+def pinned_topology(instance_uuid, pins, thread_policy=None, reserved=None,
+                    policy='dedicated'):
+    """An instance's InstanceNUMATopology JSON, pinned as a host fits it.
+
+    ``pins`` maps a host NUMA cell id to ``{vcpu: pcpu}``; ``reserved``
+    a cell id to its emulator threads' pCPUs.
+    """
+    cells = []
+    for cell_id, pinning in sorted(pins.items()):
+        cells.append(envelope('InstanceNUMACell', '1.6', {
+            'id': cell_id, 'cpuset': [], 'pcpuset': sorted(pinning),
+            'cpuset_reserved': sorted((reserved or {}).get(cell_id, []))
+            or None,
+            'memory': 1024, 'pagesize': None,
+            'cpu_pinning_raw': {str(v): p for v, p in pinning.items()},
+            'cpu_policy': policy, 'cpu_thread_policy': thread_policy}))
+    return json.dumps(envelope('InstanceNUMATopology', '1.3', {
+        'cells': cells, 'instance_uuid': instance_uuid,
+        'emulator_threads_policy': None}))
 
 
 class Placement(object):
@@ -544,18 +614,53 @@ class Placement(object):
         self._classes[name] = number
         return number
 
-    def add_provider(self, uuid, name=None):
-        """A root resource provider; return its uuid."""
+    def add_provider(self, uuid, name=None, parent=None, generation=1):
+        """A resource provider (a root, or below ``parent``); its uuid."""
+        root = parent_id = None
+        if parent is not None:
+            parent_id = self._providers[parent]
+            p = tables.resource_providers
+            with self.engine.connect() as conn:
+                root = conn.execute(sa.select(p.c.root_provider_id).where(
+                    p.c.id == parent_id)).scalar()
         with self.engine.begin() as conn:
             provider_id = conn.execute(
                 tables.resource_providers.insert().values(
-                    uuid=uuid, name=name or uuid, generation=1,
+                    uuid=uuid, name=name or uuid, generation=generation,
+                    parent_provider_id=parent_id,
                     created_at=LONG_AGO)).inserted_primary_key[0]
             conn.execute(tables.resource_providers.update().where(
                 tables.resource_providers.c.id == provider_id).values(
-                root_provider_id=provider_id))
+                root_provider_id=root or provider_id))
         self._providers[uuid] = provider_id
         return uuid
+
+    def add_to_aggregate(self, provider, aggregate_uuid):
+        """Put ``provider`` in the Placement aggregate of that uuid."""
+        pa = tables.placement_aggregates
+        with self.engine.begin() as conn:
+            aggregate_id = conn.execute(sa.select(pa.c.id).where(
+                pa.c.uuid == aggregate_uuid)).scalar()
+            if aggregate_id is None:
+                aggregate_id = conn.execute(pa.insert().values(
+                    uuid=aggregate_uuid,
+                    created_at=LONG_AGO)).inserted_primary_key[0]
+            conn.execute(tables.resource_provider_aggregates.insert().values(
+                resource_provider_id=self._providers[provider],
+                aggregate_id=aggregate_id, created_at=LONG_AGO))
+
+    def add_trait(self, provider, name):
+        """Give ``provider`` the trait ``name``."""
+        t = tables.traits
+        with self.engine.begin() as conn:
+            trait_id = conn.execute(sa.select(t.c.id).where(
+                t.c.name == name)).scalar()
+            if trait_id is None:
+                trait_id = conn.execute(t.insert().values(
+                    name=name, created_at=LONG_AGO)).inserted_primary_key[0]
+            conn.execute(tables.resource_provider_traits.insert().values(
+                resource_provider_id=self._providers[provider],
+                trait_id=trait_id, created_at=LONG_AGO))
 
     def allocate(self, consumer, provider, resources):
         """Add ``resources`` ({class: amount}) of ``consumer`` on a provider.

@@ -26,6 +26,7 @@ from healreq.cmd import cli_reference
 from healreq import exception
 from healreq.heal import allocation_checks
 from healreq.heal import findings
+from healreq.heal import host_checks
 from healreq import metrics
 from healreq import releases
 
@@ -101,9 +102,29 @@ def allocation_reason_codes_lines():
     return lines
 
 
+_HOST_STATUS_TITLES = (
+    (host_checks.MISMATCHED, 'Problems (status mismatched)'),
+    (host_checks.SKIPPED, 'Skipped (pinned CPUs and PCI devices not judged)'),
+    (host_checks.ERROR, 'Errors (exit code %d)'
+     % exception.ExitCode.NEEDS_ATTENTION),
+)
+
+
+def host_reason_codes_lines():
+    """Every reason code of ``hosts``, by status, with its meaning."""
+    lines = []
+    for status, title in _HOST_STATUS_TITLES:
+        lines += rubric(title)
+        lines += table(('code', 'meaning'), (
+            ('``%s``' % code, text) for code, text in
+            host_checks.HOST_REASONS[status].items()))
+    return lines
+
+
 REASON_CODE_TABLES = {
     'request-specs': reason_codes_lines,
     'allocations': allocation_reason_codes_lines,
+    'hosts': host_reason_codes_lines,
 }
 
 
@@ -119,6 +140,21 @@ def sample_allocation_metrics():
         path = os.path.join(directory, 'nova_heal_allocations.prom')
         metrics.write(path, text, success_timestamp=0,
                       prefix=metrics.ALLOCATIONS_PREFIX)
+        with open(path) as handle:
+            return handle.read()
+
+
+def sample_host_metrics():
+    """The metrics file of a small run of ``hosts``, as written."""
+    report = host_checks.HostReport(hosts_checked=1, providers_checked=1)
+    report.add(host_checks.HostResult('HOST', 'CELL_UUID',
+                                      problems=['aggregate-missing']))
+    text = metrics.render_hosts(report, int(exception.ExitCode.HEALED),
+                                1.0, 0)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, 'nova_heal_hosts.prom')
+        metrics.write(path, text, success_timestamp=0,
+                      prefix=metrics.HOSTS_PREFIX)
         with open(path) as handle:
             return handle.read()
 
@@ -169,8 +205,9 @@ def _metric_row(name, labels, help_text):
 
 def metrics_lines(which='request-specs'):
     """Every metric the metrics file of ``which`` holds, with its labels."""
-    sample = (sample_allocation_metrics() if which == 'allocations'
-              else sample_metrics())
+    samples = {'allocations': sample_allocation_metrics,
+               'hosts': sample_host_metrics}
+    sample = samples.get(which, sample_metrics)()
     return table(('metric (gauge)', 'meaning'), (
         _metric_row(*metric) for metric in describe_metrics(sample)))
 
@@ -179,6 +216,8 @@ _REASON_CODES = sorted(
     set([code for reasons in findings.REASONS.values() for code in reasons]
         + list(findings.NOTES)
         + [code for reasons in allocation_checks.ALLOCATION_REASONS.values()
+           for code in reasons]
+        + [code for reasons in host_checks.HOST_REASONS.values()
            for code in reasons]), key=len, reverse=True)
 _MARKED_UP = re.compile(
     r'(?<![\w-])(--[a-z][a-z-]*|\w+_\w+|%s)(?![\w-])'
@@ -198,6 +237,7 @@ EXIT_CODE_TABLES = {
     'request-specs': exception.MEANINGS,
     'revert-apply': exception.REPLAY_MEANINGS,
     'allocations': exception.ALLOCATIONS_MEANINGS,
+    'hosts': exception.HOSTS_MEANINGS,
 }
 
 

@@ -33,25 +33,19 @@ servers through their paths on one set-up.
 """
 
 import contextlib
-import json
-import os
-import sqlite3
-import subprocess
-import sys
 import threading
 import unittest
 from unittest import mock
 
-import fixtures
 import sqlalchemy as sa
 
 from healreq.db import tables
+from healreq.tests.compat import placement_services
 from healreq.tests.compat import services
 
 if services.available():
     from nova.cmd import manage
     from nova import test as nova_test
-    from nova.tests.functional import fixtures as func_fixtures
 
 
 def _failure(name):
@@ -59,49 +53,15 @@ def _failure(name):
     return nova_test.TestingException('%s fails' % name)
 
 
-class _Allocations(services.Services):
+class _Allocations(placement_services.FileBackedPlacement):
     """Two computes, and what Placement holds per consumer."""
 
-    # Room for every server of a test on either host.
-    compute_driver = 'fake.FakeDriver'
-
     def setUp(self):
-        configure = func_fixtures.PlacementFixture._configure_placement
-
-        def file_backed(fixture, conf_fixture):
-            # Called once the directory of the databases exists.
-            configure(fixture, conf_fixture)
-            conf_fixture.config(connection=self._url('placement'),
-                                group='placement_database')
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.functional.fixtures.PlacementFixture.'
-            '_configure_placement', file_backed))
         super().setUp()
-        self.placement_config_file = os.path.join(self.directory,
-                                                  'placement.conf')
-        with open(self.placement_config_file, 'w') as handle:
-            handle.write('[placement_database]\nconnection = %s\n'
-                         % self._url('placement'))
         self.start_computes('host1', 'host2')
         self.providers = {self._get_provider_uuid_by_host(host): host
                           for host in ('host1', 'host2')}
         self.flavor1, self.flavor2 = self.api.get_flavors()[:2]
-
-    def _url(self, name):
-        """The SQLite file of database ``name``, in WAL mode.
-
-        Nova's services run in green threads of one process: in the
-        default journal mode, a read transaction left open by one of
-        them makes another's commit fail with "database is locked".
-        Nova's own threading-mode fixtures use WAL for that reason.
-        """
-        url = super()._url(name)
-        path = url[len('sqlite:///'):]
-        if not os.path.exists(path):
-            with contextlib.closing(sqlite3.connect(path)) as conn:
-                conn.execute('PRAGMA journal_mode=WAL')
-        return url
 
     # -- Placement and the rows ----------------------------------------
 
@@ -187,24 +147,8 @@ class _Allocations(services.Services):
     # -- nova-heal allocations -----------------------------------------
 
     def audit(self, *args):
-        """Run ``nova-heal allocations`` in a process of its own.
-
-        Given nova.conf and placement.conf, as an operator runs it.
-        Returns its exit code and its JSON report.
-        """
-        process = subprocess.run(
-            [sys.executable, '-m', 'healreq', '--config-file',
-             self.config_file, '--config-file', self.placement_config_file,
-             'allocations', '--format', 'json'] + list(args),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True, timeout=300)
-        try:
-            document = json.loads(process.stdout)
-        except ValueError:
-            self.fail('nova-heal wrote no JSON report (exit %d): %s%s' % (
-                process.returncode, process.stdout, process.stderr))
-        self.assertEqual(process.returncode, document['exit_code'])
-        return process.returncode, document
+        """Run ``nova-heal allocations``: its exit code and JSON report."""
+        return self.run_audit('allocations', *args)
 
     def audited(self, code, *args):
         """Audit, which must exit ``code``; its results by instance.

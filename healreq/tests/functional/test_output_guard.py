@@ -36,11 +36,13 @@ from healreq.tests.functional import audit_case
 RUNNABLE = {
     'request-specs': ['--dry-run'],
     'allocations': [],
+    'hosts': [],
 }
 # What makes each command fail before it reads any database.
 FAILING = {
     'request-specs': ['--dry-run', '--instance', 'not-a-uuid'],
     'allocations': ['--instance', 'not-a-uuid'],
+    'hosts': ['--cell', 'not-a-uuid'],
 }
 # Arguments that name a path but are no output file, and why.
 NOT_OUTPUTS = {
@@ -99,7 +101,8 @@ class OptionsFoundTest(audit_case.AuditTestCase):
         self.assertEqual(
             sorted([('request-specs', '--plan'),
                     ('request-specs', '--metrics-file'),
-                    ('allocations', '--metrics-file')]), sorted(outputs))
+                    ('allocations', '--metrics-file'),
+                    ('hosts', '--metrics-file')]), sorted(outputs))
         for command, _ in outputs:
             self.assertIn(command, RUNNABLE)
             self.assertIn(command, FAILING)

@@ -40,7 +40,8 @@ class CliReferenceTest(testtools.TestCase):
         lines = cli_reference.commands_lines(self.parser)
         commands = _leaf_commands(self.parser)
         self.assertEqual(
-            {'request-specs', 'allocations', 'audit list', 'audit show',
+            {'request-specs', 'allocations', 'hosts', 'audit list',
+             'audit show',
              'revert', 'apply', 'demo'}, set(commands))
         for name in commands:
             title = 'nova-heal %s' % name

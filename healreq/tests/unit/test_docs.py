@@ -614,6 +614,7 @@ class GeneratedPagesTest(testtools.TestCase):
                    if command.epilog}
         self.assertIn('exit codes:', epilogs.pop('request-specs'))
         self.assertIn('exit codes:', epilogs.pop('allocations'))
+        self.assertIn('exit codes:', epilogs.pop('hosts'))
         self.assertEqual({'revert', 'apply'}, set(epilogs))
 
 
