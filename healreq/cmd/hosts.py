@@ -66,8 +66,8 @@ def add_parser(subparsers):
     parser.add_argument('--format', choices=('text', 'json'), default='text',
                         help='Report format on stdout (default: text).')
     parser.add_argument('--verbose', action='store_true',
-                        help='Also list skipped hosts, and every detail of '
-                             'each problem.')
+                        help='Also list skipped hosts, whose pinned CPUs '
+                             'and PCI devices were not judged.')
     parser.set_defaults(handler=run,
                         failure_metrics=api.write_hosts_failure_metrics)
 

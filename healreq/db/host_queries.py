@@ -71,7 +71,8 @@ def _statements():
                           d.c.instance_uuid).where(
             d.c.deleted == 0, d.c.status.in_(_HELD),
             d.c.compute_node_id.in_(_in('ids'))).order_by(d.c.id),
-        holders=sa.select(i.c.uuid, i.c.host, i.c.deleted).where(
+        holders=sa.select(i.c.uuid, i.c.host, i.c.deleted, i.c.vm_state,
+                          i.c.task_state).where(
             i.c.uuid.in_(_in('uuids'))).order_by(i.c.id),
     )
 
@@ -188,7 +189,7 @@ def get_held_devices(conn, node_ids):
 
 
 def get_holders(conn, instance_uuids):
-    """Instances (deleted ones too) by uuid: uuid, host, deleted."""
+    """Instances (deleted ones too) by uuid: uuid, host, deleted, states."""
     return rows.keyed(conn.execute(_QUERIES['holders'],
                                    {'uuids': sorted(instance_uuids)}), 'uuid')
 

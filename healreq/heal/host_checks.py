@@ -336,7 +336,8 @@ class HostRecord:
     or to it that have not ended, or evacuations not cleaned up
     (status, migration_type); ``devices`` its held PCI devices
     (compute_node_id, address, status, instance_uuid); ``holders`` the
-    instances those name, by uuid (deleted ones too).
+    instances those name, by uuid (deleted ones too; host, deleted,
+    vm_state, task_state): a device held for one in flight is not judged.
     """
     host: str
     cell_uuid: str
@@ -544,6 +545,8 @@ def _holder_state(record, instance_uuid):
         return 'missing'
     if holder['deleted']:
         return 'deleted'
+    if holder.get('task_state') or holder.get('vm_state') == 'building':
+        return None  # in flight: being built or moved here, or away
     if holder['host'] != record.host:
         return 'elsewhere'
     return None

@@ -97,6 +97,8 @@ class HostWalk(object):
                               or self.report.cell_errors):
             raise exception.InvalidInput(
                 'host %s has no live compute node in any cell' % self.host)
+        if self.host:
+            self._namesakes(cells)
         self._duplicates()
         whole = not self.host and not self.cell_uuid
         if whole and not self.report.cell_errors:
@@ -174,9 +176,6 @@ class HostWalk(object):
                      if d['instance_uuid']}
             read['holders'] = (queries.get_holders(conn, named)
                                if named else {})
-            if self.host:
-                read['namesakes'] = queries.get_nodes_named(
-                    conn, {n['hypervisor_hostname'] for n in nodes})
         with exception.reraised_as(exception.PlacementDatabaseError):
             with self.placement_engine.connect() as conn:
                 read['providers'] = queries.get_providers(
@@ -195,7 +194,7 @@ class HostWalk(object):
         for device in read['devices']:
             devices.setdefault(node_host[device['compute_node_id']],
                                []).append(device)
-        for node in read['nodes'] + read.get('namesakes', []):
+        for node in read['nodes']:
             self._note_node(cell, node)
         self._seen_providers.update(by_uuid)
         for host in hosts:
@@ -239,6 +238,23 @@ class HostWalk(object):
                  updated_at=None)])
         return bool(found) and evidence.is_up(
             found[0], self._now, self.context.service_down_time)
+
+    def _namesakes(self, cells):
+        """Note the nodes of --host's hypervisors in every cell."""
+        names = sorted(name for name, nodes in self._hypervisors.items()
+                       if any(n[1] == self.host for n in nodes))
+        if not names:
+            return
+        for cell in cells:
+            try:
+                nodes = self._query(self.context.cell_engine(cell),
+                                    queries.get_nodes_named, names)
+            except (exception.CellDatabaseError,) + exception.DB_ERRORS:
+                continue  # reported by the walk of the cell
+            finally:
+                self.context.release(cell)
+            for node in nodes:
+                self._note_node(cell, node)
 
     def _duplicates(self):
         """Report compute nodes of one hypervisor in several hosts."""

@@ -46,7 +46,7 @@ class RejectedUrlTest(audit_case.AuditTestCase):
     def commands(self):
         """Every command that reads the API database."""
         return [('request-specs', '--dry-run'), ('request-specs',),
-                ('allocations',), ('audit', 'list'),
+                ('allocations',), ('hosts',), ('audit', 'list'),
                 ('audit', 'show', RUN_ID), ('revert', RUN_ID),
                 ('apply', self.plan)]
 
@@ -80,8 +80,10 @@ class RejectedUrlTest(audit_case.AuditTestCase):
     def test_placement_database(self):
         for url, expected in REJECTED.values():
             config = self.write_config(self.placement(url))
-            self.assert_one_line(('allocations',), config,
-                                 '[placement_database]/connection', expected)
+            for argv in (('allocations',), ('hosts',)):
+                self.assert_one_line(argv, config,
+                                     '[placement_database]/connection',
+                                     expected)
 
 
 class MysqldbUrlTest(audit_case.AuditTestCase):

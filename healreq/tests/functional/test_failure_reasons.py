@@ -27,6 +27,7 @@ from healreq.tests.functional import deployment_case
 COMMANDS = {
     'request-specs': ['--dry-run'],
     'allocations': [],
+    'hosts': [],
 }
 
 

@@ -14,11 +14,14 @@
 
 import datetime
 import os
+import signal
 import uuid as uuidlib
 
 import fixtures
 import sqlalchemy as sa
 
+from healreq import api
+from healreq import exception
 from healreq.testing import demo
 from healreq.testing import deployment as dep
 from healreq.tests.functional import deployment_case
@@ -517,3 +520,84 @@ class OutputTest(HostsTestCase):
         self.assertIn('nova_heal_hosts_hosts_checked 2\n', text)
         self.assertIn('nova_heal_hosts_exit_code 0\n', text)
         self.assertIn('nova_heal_hosts_last_success_timestamp_seconds', text)
+
+
+class WalkTest(HostsTestCase):
+    """Through the library: pages, queries and interruption."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = api.load_config([self.config_file])
+        self.addCleanup(self.conf.reset)
+        self.deployment.add_aggregate('agg1', 'az1', ['compute-1'])
+        for host in ('compute-3', 'compute-4'):
+            self.host(host)
+        for host in ('compute-1', 'compute-2', 'compute-3'):
+            for _ in range(4):
+                self.pinned({}, host=host)
+
+    def count_statements(self):
+        """Statements run, by the table named first after FROM."""
+        counts = {}
+
+        def count(conn, cursor, statement, *args):
+            words = statement.split()
+            if words and words[0].upper() == 'SELECT' and 'FROM' in words:
+                table = words[words.index('FROM') + 1].strip('`"')
+                counts[table] = counts.get(table, 0) + 1
+        sa.event.listen(sa.engine.Engine, 'before_cursor_execute', count)
+        self.addCleanup(sa.event.remove, sa.engine.Engine,
+                        'before_cursor_execute', count)
+        return counts
+
+    def test_one_query_per_table_per_page(self):
+        counts = self.count_statements()
+        result = api.run_hosts(self.conf, batch_size=2)
+        self.assertEqual(0, result.exit_code)
+        self.assertEqual(4, result.report.hosts_checked)
+        # Two pages of two hosts in cell1, and cell2's empty first page.
+        self.assertEqual(2, counts['instances'])
+        self.assertEqual(2, counts['pci_devices'])
+        self.assertEqual(2, counts['services'])
+        # One per page of hosts, then three pages of root providers.
+        self.assertEqual(2 + 3, counts['resource_providers'])
+        self.assertEqual(2, counts['migrations'])
+
+    def test_interrupted_after_a_page(self):
+        calls = []
+
+        def stop():
+            calls.append(1)
+            if len(calls) > 2:
+                raise exception.Interrupted(signal.SIGINT, 'SIGINT')
+        result = api.run_hosts(self.conf, batch_size=1, stop_check=stop)
+        self.assertEqual(130, result.exit_code)
+        self.assertLess(result.report.hosts_checked, 4)
+
+
+class PciInFlightTest(HostsTestCase):
+
+    def test_claimed_for_an_instance_in_flight_elsewhere(self):
+        moving = self.deployment.add_instance(
+            self.cell1, demo.M1_SMALL, host='compute-2',
+            task_state='resize_migrating')
+        dep.add_pci_device(self.cell1.engine, self.node1, '0000:81:00.1',
+                           'claimed', moving)
+        result, doc = self.audit('--host', 'compute-1')
+        self.assertEqual(4, result.code, result.stderr)
+        self.assertEqual([], doc['results'])
+
+
+class NamesakeTest(HostsTestCase):
+
+    def test_host_option_finds_its_hypervisor_in_another_cell(self):
+        other = self.host('compute-9', cell=self.cell2, provider=False,
+                          node='compute-1.example.org')
+        result, doc = self.audit('--host', 'compute-1')
+        self.assertEqual(0, result.code, result.stderr)
+        found, = doc['results']
+        self.assertEqual('compute-1', found['host'])
+        self.assertEqual([{'reason': 'provider-duplicate',
+                           'hypervisor_hostname': 'compute-1.example.org',
+                           'compute_node_uuids': sorted([self.node1, other]),
+                           'service_host': 'compute-1'}], found['details'])
