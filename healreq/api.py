@@ -227,9 +227,7 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
             if not (may_go_unrecorded and databases.cannot_write(exc)):
                 raise
             open_error = exc
-        # Settling what dead runs left is the work of a run that writes.
-        if not options.dry_run:
-            store.recover(api_engine)
+        _settle_dead_runs(store, api_engine, options.dry_run)
         unrecorded = None
         if may_go_unrecorded:
             unrecorded = (lambda exc: _unrecorded_notice(exc or open_error))
@@ -242,6 +240,15 @@ def run_request_specs(conf, options, *, plan_file=None, metrics_file=None,
                 run.report, run.code, run.run_id, run.duration(),
                 options.dry_run, plan_file, metrics_file, options.settings))
             return run.finish()
+
+
+def _settle_dead_runs(store, api_engine, dry_run):
+    """Settle the intents of runs that died; only a run that writes does.
+
+    A dry run must not write, and may run without the right to.
+    """
+    if not dry_run:
+        store.recover(api_engine)
 
 
 def _unrecorded_notice(exc):
@@ -432,8 +439,7 @@ def revert(conf, run_id, *, instance_uuid=None, dry_run=False, wait=False,
     with databases.checked_api_database(
             conf, uses_store=audit is None) as api_engine, (
             databases.opened_audit(conf, audit)) as store:
-        if not dry_run:
-            store.recover(api_engine)
+        _settle_dead_runs(store, api_engine, dry_run)
         changes = _changes_to_revert(store, api_engine, run_id,
                                      instance_uuid, wait, deferring,
                                      stop_check, pause, dry_run)
@@ -464,8 +470,7 @@ def _changes_to_revert(store, api_engine, run_id, instance_uuid, wait,
         with deferring():
             _wait_for_end(store, run_id, stop_check, pause)
         # It may have died instead of ending: settle what it left.
-        if not dry_run:
-            store.recover(api_engine)
+        _settle_dead_runs(store, api_engine, dry_run)
     # Newest first: if a run touched a row twice, undo in reverse.
     return [writer.Change(
         instance_uuid=c['instance_uuid'], spec_id=c['spec_id'],
@@ -513,8 +518,7 @@ def apply_plan(conf, plan_file, *, dry_run=False, command='nova-heal apply',
     with databases.checked_api_database(
             conf, uses_store=audit is None) as api_engine, (
             databases.opened_audit(conf, audit)) as store:
-        if not dry_run:
-            store.recover(api_engine)
+        _settle_dead_runs(store, api_engine, dry_run)
         with audited.started(store, 'apply', command, filters) as run:
             with run.working():
                 run.report = _replay(
