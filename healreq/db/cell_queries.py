@@ -383,8 +383,7 @@ def _allocation_statements():
             i.c.id).limit(sa.bindparam('limit')),
         instances=instance.where(i.c.uuid.in_(_uuids())),
         # Deleted rows too: a leftover consumer may outlive its row.
-        migrations=migration.where(
-            m.c.instance_uuid.in_(_uuids())).order_by(m.c.id),
+        **_both(migration, m, migrations=m.c.id),
         migrations_by_uuid=migration.where(
             m.c.uuid.in_(_uuids())).order_by(m.c.id),
         compute_nodes=sa.select(c.c.uuid, c.c.host, c.c.hypervisor_hostname,
@@ -409,10 +408,16 @@ def get_allocation_instances(conn, instance_uuids):
 
 
 def get_all_migrations(conn, instance_uuids):
-    """Every migration of the instances, soft-deleted ones included."""
-    return rows.grouped(conn.execute(_ALLOCATION_QUERIES['migrations'],
-                                     {'uuids': list(instance_uuids)}),
-                        'instance_uuid')
+    """Every migration of the instances, soft-deleted ones included.
+
+    ``instance_uuids`` is a list of uuids or a Page.
+    """
+    name = 'migrations'
+    params = {'uuids': list(instance_uuids)}
+    if isinstance(instance_uuids, Page):
+        name, params = 'migrations@page', instance_uuids._asdict()
+    return _in_row_order(rows.grouped(conn.execute(
+        _ALLOCATION_QUERIES[name], params), 'instance_uuid'))
 
 
 def get_migrations_by_uuid(conn, migration_uuids):

@@ -219,6 +219,7 @@ class PageReadsTest(deployment_case.DeploymentTestCase):
                          cell_queries.get_migrations,
                          cell_queries.get_system_metadata,
                          cell_queries.get_root_block_devices,
+                         cell_queries.get_all_migrations,
                          cell_queries._system_metadata_rows):
                 by_uuid = read(conn, live)
                 self.assertEqual(by_uuid, read(conn, page), read.__name__)
