@@ -73,8 +73,8 @@ def _in_page(query, table):
 def _both(query, table, **named):
     """``{name: by uuids, name@page: in a Page}`` for ``query``.
 
-    The orders are left to the callers: within a page, each instance's
-    rows come together in the order of the page.
+    By uuids, the rows come in ``order``; in a Page, each instance's rows
+    come together, in the order of the page, and the callers sort them.
     """
     found = {}
     for name, order in named.items():
