@@ -19,9 +19,10 @@ Every read goes through the tool's own query functions
 newest specs that teach the run its object versions, then per cell
 (cell0 excluded) keyset-paginated pages of live instances; per page, in
 the cell, instance_extra, in-progress migrations, system metadata
-(aggregated by the server, with the tool's fallback to rows), root block
-device mappings and failed resizes, then, in the API database, instance
-mappings and request specs, one ``IN (...)`` query per table. The specs,
+(packed by the server, with the tool's fallback to rows), root block
+device mappings and failed resizes, each by the page's range of ids as
+the tool reads them, then, in the API database, instance mappings and
+request specs, one ``IN (...)`` query per table. The specs,
 the embedded flavors and the PCI requests are decoded with
 ``json.loads``. No decision is taken and nothing is written.
 
@@ -38,7 +39,10 @@ from healreq.db import cell_queries
 
 
 def read_cell_rows(conn, uuids):
-    """A page's cell rows, read as the tool reads them."""
+    """A page's cell rows, read as the tool reads them.
+
+    ``uuids`` is a list of uuids, or the page's range (cell_queries.Page).
+    """
     in_progress, failed_resizes = cell_queries.get_migrations(conn, uuids)
     return dict(
         extras=cell_queries.get_instance_extras(conn, uuids),
@@ -64,7 +68,8 @@ def pages(cell_engine, api_engine, batch_size):
             if not page:
                 return
             uuids = [instance['uuid'] for instance in page]
-            rows = read_cell_rows(conn, uuids)
+            rows = read_cell_rows(conn, cell_queries.Page(
+                after_id, page[-1]['id']))
         with api_engine.connect() as api:
             mappings = api_queries.get_instance_mappings(api, uuids)
             specs = api_queries.get_request_specs(api, uuids)

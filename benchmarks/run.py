@@ -45,6 +45,7 @@ import common
 from healreq.conf import healreq as healreq_conf
 from healreq.db import tables
 from healreq.run import records
+import server as server_work
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -53,7 +54,10 @@ REPO = os.path.dirname(HERE)
 # availability_zone and instance_group, so that it neither reads the API
 # database's groups and aggregates nor checks those fields) with
 # --zones-and-groups.
-CONTENDERS = ('tool', 'workers', 'derived', 'raw', 'floor', 'naive')
+# --before DIR: 'before' is the tool of another healreq tree, imported
+# from DIR (one worker), so that a change is measured side by side.
+CONTENDERS = ('tool', 'workers', 'derived', 'before', 'raw', 'floor',
+              'naive')
 # The fields the 'derived' contender checks: all but the zone and group.
 DERIVED_FIELDS = ('flavor', 'image', 'numa_topology', 'pci_requests',
                   'is_bfv', 'project_id', 'user_id')
@@ -62,6 +66,9 @@ DEFAULT_NAIVE_SAMPLE = 2000
 DEFAULT_WORKERS = 2
 TARGET_FLOOR_RATIO = 1.5
 TARGET_NAIVE_RATIO = 20.0
+TARGET_SERVER_RATIO = 2.0
+# The server's work is observed around each run where set (main sets it).
+OBSERVER = None
 
 
 class Failure(Exception):
@@ -78,8 +85,10 @@ def measure(argv):
 
     The command is started through ``measure.py``, a bare interpreter
     that times it and samples the resident size of its whole process
-    tree (see there).
+    tree (see there). Where ``OBSERVER`` is set, the server's work during
+    the run is added as ``server`` (see server.py).
     """
+    before = OBSERVER.snapshot() if OBSERVER else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile(suffix='.json') as figures:
         subprocess.run([sys.executable, '-I', '-S',
@@ -99,6 +108,9 @@ def measure(argv):
         err.seek(0)
         result.update(stdout=out.read().decode('utf-8', 'replace'),
                       stderr=err.read().decode('utf-8', 'replace'))
+        if OBSERVER:
+            result['server'] = server_work.difference(
+                before, OBSERVER.snapshot())
         return result
 
 
@@ -220,6 +232,20 @@ def _healreq_revision():
                    else '')
 
 
+def before_revision(tree):
+    """The revision of the --before tree: git's, or its REVISION file."""
+    try:
+        return subprocess.run(
+            ['git', 'rev-parse', '--short', 'HEAD'], cwd=tree,
+            capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        try:
+            with open(os.path.join(tree, 'REVISION')) as handle:
+                return handle.read().strip()
+        except OSError:
+            return 'unknown'
+
+
 def _round_trip_ms(url, queries=300):
     """The median time of ``SELECT 1`` through ``url``, in milliseconds."""
     engine = sa.create_engine(url)
@@ -285,6 +311,7 @@ def labels(workers, short=False):
     """Contender name -> how the results call it (briefly in ratios)."""
     found = dict(tool='tool', workers='tool --workers %d' % workers,
                  derived='tool without zones and groups',
+                 before='tool before',
                  raw='raw floor', floor='floor', naive='naive')
     if not short:
         found.update(raw='raw floor (PyMySQL)',
@@ -302,6 +329,62 @@ def summarize(runs, counted):
                              peak=max(r['rss_kib'] for r in results),
                              pss=max(r['pss_kib'] for r in results))
     return summary
+
+
+def _median_server(results, key):
+    values = [r['server'][key] for r in results if 'server' in r
+              and r['server'][key] is not None]
+    return statistics.median(values) if values else None
+
+
+def server_lines(runs, label, pairs):
+    """The server's work per contender, then the tools' over the floors'.
+
+    Empty where the server was not observed.
+    """
+    if not all('server' in r for results in runs.values() for r in results):
+        return []
+    counters = server_work.present(next(iter(runs.values()))[0]['server'])
+    lines = ['', 'database server\'s work per run (medians; CPU: the server '
+             'process\'s user+system time; the others are global status '
+             'counters, see benchmarks/server.py)',
+             '%-30s %8s %s %s' % ('contender', 'CPU s', ' '.join(
+                 '%11s' % short for _name, short in counters),
+                 'other sessions')]
+    summary = {}
+    for name, results in runs.items():
+        cpu = _median_server(results, 'cpu')
+        reads = {counter: statistics.median(
+            r['server']['counters'][counter] for r in results)
+            for counter, _short in counters}
+        others = max(r['server']['others'] for r in results)
+        summary[name] = dict(cpu=cpu, handled=statistics.median(
+            server_work.rows_handled(r['server']) for r in results),
+            rows=statistics.median(
+                server_work.rows_read(r['server']) for r in results))
+        lines.append('%-30s %8s %s %d' % (
+            label[name], '%.2f' % cpu if cpu is not None else 'n/a',
+            ' '.join('%11d' % reads[counter] for counter, _short in counters),
+            others))
+        lines.append('%-30s %8s CPU s per round: %s' % ('', '', ' '.join(
+            '%.2f' % r['server']['cpu'] if r['server']['cpu'] is not None
+            else 'n/a' for r in results)))
+    if any(r['server']['others'] for results in runs.values()
+           for r in results):
+        lines.append('OTHER CLIENT SESSIONS were connected to the server '
+                     'around some runs: its CPU time and counters include '
+                     'their work')
+    lines += ['', 'server ratios (of the medians)']
+    for tool, floor in pairs:
+        mine, theirs = summary[tool], summary[floor]
+        cpu = ('%5.2fx (target <= %.1fx)' % (
+            mine['cpu'] / theirs['cpu'], TARGET_SERVER_RATIO)
+            if mine['cpu'] is not None and theirs['cpu'] else 'n/a')
+        lines.append('%-30s CPU %s; Handler_read_* %.2fx; rows read %.2fx'
+                     % ('%s / %s' % (label[tool], label[floor]), cpu,
+                        mine['handled'] / max(theirs['handled'], 1),
+                        mine['rows'] / max(theirs['rows'], 1)))
+    return lines
 
 
 def _loads_line(loads):
@@ -345,6 +428,9 @@ def _header(args, deployment, names, sample_size, server, loads, network,
             _healreq_revision(), 'compiled, as installed' if compiled
             else 'NOT compiled: each start compiles the modules'),
         _loads_line(loads),
+    ] + ([
+        'before        tool before: healreq at revision %s, one worker'
+        % before_revision(args.before)] if args.before else []) + [
         'deployment    %s (built in %s s)' % (
             'reused' if deployment['reused'] else 'built by this run',
             meta['build_seconds']),
@@ -371,8 +457,8 @@ def _table(runs, summary, counted, label):
 
 def _pairs(runs):
     """``(tool contender, floor)`` for each ratio reported."""
-    return [(tool, floor) for tool in ('tool', 'workers') if tool in runs
-            for floor in FLOORS]
+    return [(tool, floor) for tool in ('tool', 'workers', 'before')
+            if tool in runs for floor in FLOORS if floor in runs]
 
 
 def _ratio_line(runs, summary, label, tool, floor):
@@ -426,6 +512,7 @@ def report(args, deployment, runs, sample_size, server, loads, network,
                     loads, network, compiled)
     lines += [''] + _table(runs, summary, counted, labels(args.workers))
     lines += [''] + _ratios(runs, summary, labels(args.workers, True))
+    lines += server_lines(runs, labels(args.workers, True), _pairs(runs))
     return '\n'.join(lines) + '\n'
 
 
@@ -484,6 +571,12 @@ def _parser():
                              'directly).')
     parser.add_argument('--rebuild', action='store_true',
                         help='Rebuild the deployment even if it exists.')
+    parser.add_argument('--before', metavar='DIR',
+                        help='Also run, as the contender "tool before", '
+                             'the tool of the healreq tree in DIR (a '
+                             'checkout or export of an earlier revision; '
+                             'one worker), to compare a change side by '
+                             'side.')
     parser.add_argument('--profile', metavar='FILE',
                         help='Afterwards, run the tool once under cProfile, '
                              'save the stats to FILE and print its top '
@@ -509,7 +602,8 @@ def contenders(args):
     """The names of the contenders this run times, in round order."""
     return [name for name in CONTENDERS
             if (name != 'workers' or args.workers > 1)
-            and (name != 'derived' or args.zones_and_groups)]
+            and (name != 'derived' or args.zones_and_groups)
+            and (name != 'before' or args.before)]
 
 
 def commands(args, deployment, workdir, sample_size):
@@ -537,9 +631,15 @@ def commands(args, deployment, workdir, sample_size):
                         ['--fields', ','.join(fields)] if fields else [])
         return command
 
+    def before(number):
+        # The same tool.py, importing healreq from the other tree.
+        return ['env', 'PYTHONPATH=%s' % os.path.abspath(args.before)] + (
+            tool(1)(-number))
+
     return {
         'tool': tool(1),
         'workers': tool(args.workers),
+        'before': before,
         'derived': tool(1, DERIVED_FIELDS),
         'raw': lambda number: script('raw_floor.py'),
         'floor': lambda number: script(
@@ -562,6 +662,7 @@ def checks(args, deployment, sample):
         'tool': tool,
         'workers': tool,
         'derived': tool,
+        'before': tool,
         'raw': lambda result: check_raw_floor(result, instances, numa),
         'floor': lambda result: check_floor(result, instances),
         'naive': lambda result: check_naive(result, len(sample),
@@ -585,11 +686,36 @@ def run_rounds(args, names, command, check):
             runs[name].append(result)
             loads.append(os.getloadavg()[0])
             print('round %d/%d  %-30s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
-                  'MiB  PSS %6.1f MiB  load %.2f' % (
+                  'MiB  PSS %6.1f MiB  load %.2f%s' % (
                       number, args.rounds, label[name], result['wall'],
                       result['cpu'], _mib(result['rss_kib']),
-                      _mib(result['pss_kib']), loads[-1]), flush=True)
+                      _mib(result['pss_kib']), loads[-1],
+                      server_progress(result)), flush=True)
     return runs, loads
+
+
+def server_progress(result):
+    """The server's CPU and rows read during a run, for progress lines."""
+    work = result.get('server')
+    if not work:
+        return ''
+    return '  server CPU %s s, %d rows read' % (
+        '%.2f' % work['cpu'] if work['cpu'] is not None else 'n/a',
+        server_work.rows_read(work))
+
+
+def start_observer(url):
+    """Observe the server behind ``url`` around every measured run."""
+    global OBSERVER
+    OBSERVER = server_work.Observer(url)
+    return OBSERVER
+
+
+def stop_observer():
+    global OBSERVER
+    if OBSERVER is not None:
+        OBSERVER.close()
+        OBSERVER = None
 
 
 def _network(direct, urls, rtt_ms):
@@ -634,6 +760,7 @@ def main(argv=None):
     server = _versions(direct['api'], deployment['names'].values())
     relay = None
     workdir = tempfile.mkdtemp(prefix='healreq-bench-')
+    start_observer(direct['api'])
     try:
         urls = direct
         if args.rtt_ms:
@@ -648,6 +775,7 @@ def main(argv=None):
         print('FAILED: %s' % exc, file=sys.stderr)
         return 1
     finally:
+        stop_observer()
         if relay is not None:
             map_cells(direct['api'], direct)
             relay.kill()

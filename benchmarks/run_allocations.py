@@ -25,7 +25,7 @@ medians and ratios to ``--output``. See benchmarks/README.rst.
 
 import argparse
 import os
-import statistics
+import shutil
 import sys
 import tempfile
 
@@ -34,8 +34,9 @@ import common
 import placement_build
 import run
 
-CONTENDERS = ('tool', 'raw')
+CONTENDERS = ('tool', 'before', 'raw')
 LABELS = {'tool': 'nova-heal allocations',
+          'before': 'allocations before',
           'raw': 'raw floor (PyMySQL)'}
 
 
@@ -75,7 +76,15 @@ def commands(args, deployment, placement, workdir):
     build.write_config(config, deployment, workdir)
     placement_config = os.path.join(workdir, 'placement.conf')
     placement_build.write_config(placement_config, placement['url'])
+    tool = [sys.executable, '-m', 'healreq',
+            '--config-file', config,
+            '--config-file', placement_config, 'allocations',
+            '--format', 'json', '--batch-size', str(args.batch_size)]
     return {
+        # python -m healreq imports the tree of the working directory
+        # first; the earlier one comes first with -P and PYTHONPATH.
+        'before': ['env', 'PYTHONPATH=%s' % os.path.abspath(
+            args.before or '.'), sys.executable, '-P'] + tool[1:],
         'tool': [sys.executable, '-m', 'healreq',
                  '--config-file', config,
                  '--config-file', placement_config, 'allocations',
@@ -87,24 +96,28 @@ def commands(args, deployment, placement, workdir):
     }
 
 
+def contenders(args):
+    return [name for name in CONTENDERS if name != 'before' or args.before]
+
+
 def run_rounds(args, command, check):
-    runs = {name: [] for name in CONTENDERS}
+    runs = {name: [] for name in contenders(args)}
     loads = []
     for number in range(1, args.rounds + 1):
-        for name in CONTENDERS:
+        for name in runs:
             result = run.measure(command[name])
             check[name](result)
             runs[name].append(result)
             loads.append(os.getloadavg()[0])
             print('round %d/%d  %-24s %8.2f s  CPU %7.2f s  peak RSS %6.1f '
-                  'MiB  load %.2f' % (
+                  'MiB  load %.2f%s' % (
                       number, args.rounds, LABELS[name], result['wall'],
                       result['cpu'], run._mib(result['rss_kib']),
-                      loads[-1]), flush=True)
+                      loads[-1], run.server_progress(result)), flush=True)
     return runs, loads
 
 
-def report(args, placement, runs, server, loads, compiled):
+def report(args, placement, runs, server, loads, compiled, network):
     counted = {name: args.instances for name in runs}
     summary = run.summarize(runs, counted)
     lines = [
@@ -115,9 +128,10 @@ def report(args, placement, runs, server, loads, compiled):
                 '%s %d' % (kind, count) for kind, count in sorted(
                     placement['problems'].items(), key=str) if kind)),
         'rounds        %d, alternating %s; medians below' % (
-            args.rounds, ', '.join(LABELS[name] for name in CONTENDERS)),
+            args.rounds, ', '.join(LABELS[name] for name in runs)),
         'batch size    %d' % args.batch_size,
         'MariaDB       %s' % server,
+        'network       %s' % network,
         'healreq       %s; bytecode %s' % (
             run._healreq_revision(), 'compiled' if compiled
             else 'NOT compiled'),
@@ -139,6 +153,13 @@ def report(args, placement, runs, server, loads, compiled):
                 '%.2f' % (mine['cpu'] / theirs['cpu'])
                 for mine, theirs in zip(tool, raw))),
     ]
+    if 'before' in runs:
+        lines.append('before / raw floor, wall %.2fx; tool before: healreq '
+                     'at revision %s' % (
+                         summary['before']['wall'] / summary['raw']['wall'],
+                         run.before_revision(args.before)))
+    lines += run.server_lines(runs, LABELS, [
+        (name, 'raw') for name in ('tool', 'before') if name in runs])
     return '\n'.join(lines) + '\n'
 
 
@@ -153,6 +174,15 @@ def _parser():
                              'results-<N>-allocations.txt).')
     parser.add_argument('--rebuild', action='store_true',
                         help='Rebuild the Placement database.')
+    parser.add_argument('--rtt-ms', type=float, default=0.0,
+                        help='Relay every connection through benchmarks/'
+                             'latency.py, adding this many milliseconds to '
+                             'each round trip (default 0: connect '
+                             'directly).')
+    parser.add_argument('--before', metavar='DIR',
+                        help='Also run the tool of the healreq tree in DIR '
+                             '(an earlier revision), as the contender '
+                             '"allocations before".')
     return parser
 
 
@@ -160,7 +190,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     args.batch_size = args.batch_size or run._default_batch_size()
     args.output = args.output or os.path.join(
-        run.HERE, 'results-%d-allocations.txt' % args.instances)
+        run.HERE, 'results-%d-allocations%s.txt' % (
+            args.instances, '-rtt%gms' % args.rtt_ms if args.rtt_ms else ''))
     deployment = build.ensure(args.instances)
     placement = placement_build.ensure(deployment, args.instances,
                                        args.rebuild)
@@ -168,30 +199,54 @@ def main(argv=None):
         deployment['names'].values())
         + [placement_build.database_name(args.instances)])
     workdir = tempfile.mkdtemp(prefix='healreq-bench-')
+    direct = deployment['urls']
+    relay = None
+    run.start_observer(direct['api'])
+    try:
+        if args.rtt_ms:
+            relay, address = run.start_relay(direct['api'], args.rtt_ms)
+            deployment = dict(deployment, urls=run.routed(direct, address))
+            placement = dict(placement, url=run.routed(
+                {'placement': placement['url']}, address)['placement'])
+        network = run._network(direct, deployment['urls'], args.rtt_ms)
+        run.map_cells(direct['api'], deployment['urls'])
+        text = measured(args, deployment, placement, workdir, server,
+                        network)
+    except run.Failure as exc:
+        print('FAILED: %s' % exc, file=sys.stderr)
+        return 1
+    finally:
+        run.stop_observer()
+        if relay is not None:
+            run.map_cells(direct['api'], direct)
+            relay.kill()
+            relay.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print('\n' + text, end='')
+    with open(args.output, 'w') as handle:
+        handle.write(text)
+    print('Written to %s' % os.path.relpath(args.output))
+    return 0
+
+
+def measured(args, deployment, placement, workdir, server, network):
+    """Warm the server, run the rounds; the results' text."""
     command = commands(args, deployment, placement, workdir)
     check = {
         'tool': lambda result: check_tool(result, args.instances,
                                           placement['problems']),
+        'before': lambda result: check_tool(result, args.instances,
+                                            placement['problems']),
         'raw': lambda result: check_raw(result, args.instances,
                                         placement['hosted'],
                                         placement['problems']),
     }
     compiled = common.compile_healreq()
-    try:
-        check['raw'](run.measure(command['raw']))  # warm the server
-        before = os.getloadavg()[0]
-        runs, loads = run_rounds(args, command, check)
-    except run.Failure as exc:
-        print('FAILED: %s' % exc, file=sys.stderr)
-        return 1
-    text = report(args, placement, runs, server,
-                  (before, loads, os.getloadavg()[0]), compiled)
-    print('\n' + text, end='')
-    with open(args.output, 'w') as handle:
-        handle.write(text)
-    print('Written to %s; median load %.2f'
-          % (os.path.relpath(args.output), statistics.median(loads)))
-    return 0
+    check['raw'](run.measure(command['raw']))  # warm the server
+    before = os.getloadavg()[0]
+    runs, loads = run_rounds(args, command, check)
+    return report(args, placement, runs, server,
+                  (before, loads, os.getloadavg()[0]), compiled, network)
 
 
 if __name__ == '__main__':

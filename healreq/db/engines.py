@@ -70,8 +70,8 @@ def create_engine(url, pool_size=POOL_SIZE,
                            answer_timeout + (lock_wait_timeout or 0))
         from healreq.db import tls  # imports PyMySQL, as the dialect did
         sa.event.listen(engine, 'do_connect', tls.connect)
-    if engine.dialect.name == 'mysql' and lock_wait_timeout:
-        _bound_lock_waits(engine, int(lock_wait_timeout))
+    if engine.dialect.name == 'mysql':
+        _set_session(engine, lock_wait_timeout)
     return engine
 
 
@@ -85,13 +85,25 @@ def _bound_answers(engine, connect_seconds, statement_seconds):
         cparams.setdefault('write_timeout', statement_seconds)
 
 
-def _bound_lock_waits(engine, seconds):
+# Room for an instance's system metadata packed by the server (see
+# cell_queries); MySQL's default of 1024 bytes holds a few rows only.
+GROUP_CONCAT_MAX_LEN = 16 * 1024 * 1024
+
+
+def _set_session(engine, lock_wait_seconds):
+    """Set each new connection's session variables, in one statement."""
+    settings = ['group_concat_max_len = %d' % GROUP_CONCAT_MAX_LEN]
+    if lock_wait_seconds:
+        seconds = int(lock_wait_seconds)
+        settings += ['innodb_lock_wait_timeout = %d' % seconds,
+                     'lock_wait_timeout = %d' % seconds]
+    statement = 'SET SESSION ' + ', '.join(settings)
+
     @sa.event.listens_for(engine, 'connect')
-    def _set_lock_wait_timeouts(dbapi_connection, connection_record):
+    def _set_variables(dbapi_connection, connection_record):
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute('SET SESSION innodb_lock_wait_timeout = %d, '
-                           'lock_wait_timeout = %d' % (seconds, seconds))
+            cursor.execute(statement)
         finally:
             cursor.close()
 

@@ -143,7 +143,8 @@ class AllocationWalk(object):
         nodes = self._query(engine, cell_queries.get_compute_nodes)
         batches = read_threads.loaded(
             _pages(functools.partial(self._query, engine), self.batch_size),
-            lambda page: (page, self._read_batch(engine, page)),
+            lambda read: (read[1], self._read_batch(engine, read[1],
+                                                    read[0])),
             LOADERS, self.stop_check)
         counts = _CellCounts(self.report)
         try:
@@ -219,19 +220,23 @@ class AllocationWalk(object):
         with exception.reraised_as(exception.PlacementDatabaseError):
             return self._query(self.placement_engine, query, *args)
 
-    def _read_batch(self, engine, instances):
+    def _read_batch(self, engine, instances, after_id=None):
         """A page's rows of every table, Placement's allocations included.
 
         Runs in a loader thread, on connections of its own: the server
-        reads one page while the walk compares the one before.
+        reads one page while the walk compares the one before. With
+        ``after_id``, ``instances`` are a page of the walk: their rows
+        are read by the page's range of ids (cell_queries.Page).
         """
         uuids = [i['uuid'] for i in instances]
+        which = uuids if after_id is None else cell_queries.Page(
+            after_id, instances[-1]['id'])
         with engine.connect() as conn:
-            read = _BatchRows(
-                extras=cell_queries.get_instance_extras(conn, uuids),
-                sysmeta=cell_queries.get_system_metadata(conn, uuids),
-                roots=cell_queries.get_root_block_devices(conn, uuids),
-                migrations=cell_queries.get_all_migrations(conn, uuids))
+            read = _BatchRows(*(_only(uuids, query(conn, which)) for query in (
+                cell_queries.get_instance_extras,
+                cell_queries.get_system_metadata,
+                cell_queries.get_root_block_devices,
+                cell_queries.get_all_migrations)))
         read.consumers = list(uuids) + [
             m['uuid'] for rows in read.migrations.values() for m in rows
             if m['uuid']]
@@ -397,7 +402,7 @@ def _pages(query, batch_size):
     """The cell's live instances, page by page (keyset pagination).
 
     ``query(function, *args)`` runs a function of cell_queries on the
-    cell.
+    cell. Yields each page with the id it follows.
     """
     after = 0
     while True:
@@ -405,8 +410,14 @@ def _pages(query, batch_size):
                      batch_size)
         if not page:
             return
-        yield page
+        yield after, page
         after = page[-1]['id']
+
+
+def _only(uuids, by_uuid):
+    """``by_uuid`` but for ``uuids`` (a page's range may have gained one)."""
+    wanted = set(uuids)
+    return {uuid: found for uuid, found in by_uuid.items() if uuid in wanted}
 
 
 def _consumers_known(conn, consumers):

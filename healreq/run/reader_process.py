@@ -270,8 +270,9 @@ def _serve(specs, pipe):
 def _reads(specs, cells):
     """``(spec, kind, rows)`` to load, cell by cell.
 
-    A page of a cell's live instance rows ('page'), read by id (keyset
-    pagination), until there are none left, then 'end'. A cell whose
+    A page of a cell's live instance rows ('page', with the id it
+    follows), read by id (keyset pagination), until there are none left,
+    then 'end'. A cell whose
     page query fails gets 'cell' and its error instead of its next page;
     one whose load failed gets no more pages.
     """
@@ -287,7 +288,7 @@ def _reads(specs, cells):
                 break
             if not page:
                 break
-            yield spec, 'page', page
+            yield spec, 'page', (after_id, page)
             after_id = page[-1]['id']
         yield spec, 'end', None
 
@@ -323,10 +324,11 @@ class _CellEngines(object):
         """
         spec, kind, value = read
         if kind == 'page':
+            after_id, page = value
             try:
                 with self.engine(spec).connect() as conn:
-                    value = records.read_page(conn, self._api, value,
-                                              spec.fields)
+                    value = records.read_page(conn, self._api, page,
+                                              spec.fields, after_id)
             except exception.DB_ERRORS as exc:
                 kind, value = 'cell', self.fail(spec, exc)
         return spec, kind, _message(spec.cell['uuid'], kind, value)

@@ -187,12 +187,35 @@ class PageRows:
     api_rows: dict
 
 
-def read_page(cell_conn, api_engine, instances, checked_fields):
-    """The PageRows of ``instances``: one query per table and database."""
+def read_page(cell_conn, api_engine, instances, checked_fields,
+              after_id=None):
+    """The PageRows of ``instances``: one query per table and database.
+
+    With ``after_id``, ``instances`` are a page of the walk, the live
+    instances that follow it by id: their cell rows are read by the
+    page's range of ids (cell_queries.Page), else by their uuids.
+    """
     uuids = [i['uuid'] for i in instances]
-    rows, failed = read_batch_rows(cell_conn, uuids, checked_fields)
+    if after_id is None:
+        rows, failed = read_batch_rows(cell_conn, uuids, checked_fields)
+    else:
+        rows, failed = _of(uuids, *read_batch_rows(
+            cell_conn, cell_queries.Page(after_id, instances[-1]['id']),
+            checked_fields))
     return PageRows(instances, rows, failed,
                     read_api_rows(api_engine, instances, checked_fields))
+
+
+def _of(uuids, rows, failed):
+    """``read_batch_rows``' result, but for ``uuids`` only.
+
+    A page's range may hold an instance created since the page was read.
+    """
+    wanted = set(uuids)
+    return ({name: {uuid: found for uuid, found in by_uuid.items()
+                    if uuid in wanted}
+             for name, by_uuid in rows.items()},
+            {uuid: ids for uuid, ids in failed.items() if uuid in wanted})
 
 
 def read_api_rows(api_engine, instances, checked_fields):
@@ -377,6 +400,8 @@ def _embedded_flavorid(record):
 
 def read_batch_rows(conn, uuids, checked_fields):
     """``read_cell_rows``' rows and the targets of failed resizes.
+
+    ``uuids`` is a list of instance uuids, or a cell_queries.Page.
 
     Failed resizes only explain a drift; they are rarely any, and come
     with the migrations in progress, in the same query.

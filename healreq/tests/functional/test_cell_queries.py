@@ -139,7 +139,7 @@ class SystemMetadataTest(deployment_case.DeploymentTestCase):
                     instance_uuid=self.uuids[2], key='image_blob',
                     value=b'\xff\x00', deleted=0, created_at=dep.LONG_AGO))
         expected = self.rows()
-        aggregate = 'json_group_array' if not mysql else 'json_arrayagg'
+        aggregate = 'json_group_array' if not mysql else 'group_concat('
         with engine.connect() as conn:
             if mysql:
                 conn.exec_driver_sql('SET SESSION group_concat_max_len = 64')
@@ -159,6 +159,82 @@ class SystemMetadataTest(deployment_case.DeploymentTestCase):
             cell_queries.get_system_metadata(conn, self.uuids)
         self.assertEqual(
             1, len([s for s in statements if aggregate in s.lower()]))
+
+    def test_a_separator_in_a_value_reads_that_instance_rows(self):
+        # The packed form (MySQL) cannot carry AWKWARD_VALUES' control
+        # characters: that instance's rows are read, the others' are not,
+        # and later batches still aggregate.
+        expected = self.rows()
+        statements = []
+
+        def record(conn, cursor, statement, params, *args):
+            statements.append((statement, params))
+        sa.event.listen(self.cell1.engine, 'before_cursor_execute', record)
+        self.addCleanup(sa.event.remove, self.cell1.engine,
+                        'before_cursor_execute', record)
+        with self.cell1.engine.connect() as conn:
+            for _ in range(2):
+                self.assertEqual(expected, cell_queries.get_system_metadata(
+                    conn, self.uuids))
+        reads = [params for statement, params in statements
+                 if 'group_concat' not in statement.lower()
+                 and 'json_group_array' not in statement.lower()
+                 and 'instance_system_metadata' in statement]
+        if self.db.name == 'MySQL':
+            self.assertEqual(2, len(reads), statements)
+            for params in reads:
+                self.assertEqual([self.uuids[0]], list(params.values()))
+        else:
+            self.assertEqual([], reads)
+        self.assertEqual(2, len([s for s, _ in statements if 'group' in s]))
+
+
+class PageReadsTest(deployment_case.DeploymentTestCase):
+    """A page's rows read by its range of ids are those read by uuid."""
+
+    def add(self, **kwargs):
+        return self.deployment.add_instance(self.cell1, demo.M1_SMALL,
+                                            **kwargs)
+
+    def test_page_range_reads_the_page_live_instances_rows(self):
+        before = self.add()
+        busy = [dict(status=status, migration_type='resize',
+                     new_instance_type_id=number)
+                for number, status in enumerate(
+                    ['migrating', None, 'error', 'confirmed', 'failed'])]
+        inside = [
+            self.add(migrations=busy, system_metadata=AWKWARD_VALUES),
+            self.add(deleted=True),
+            self.add(system_metadata={}, extra=None),
+            self.add(block_devices=[dict(boot_index=0,
+                                         destination_type='volume')]),
+        ]
+        after = self.add()
+        with self.cell1.engine.connect() as conn:
+            ids = {row.uuid: row.id for row in conn.execute(sa.select(
+                tables.instances.c.uuid, tables.instances.c.id))}
+            page = cell_queries.Page(ids[before], ids[inside[-1]])
+            live = [uuid for uuid in inside if uuid != inside[1]]
+            for read in (cell_queries.get_instance_extras,
+                         cell_queries.get_migrations,
+                         cell_queries.get_system_metadata,
+                         cell_queries.get_root_block_devices,
+                         cell_queries.get_all_migrations,
+                         cell_queries._system_metadata_rows):
+                by_uuid = read(conn, live)
+                self.assertEqual(by_uuid, read(conn, page), read.__name__)
+                found = (by_uuid[0] if read is cell_queries.get_migrations
+                         else by_uuid)
+                self.assertNotIn(before, found)
+                self.assertNotIn(after, found)
+            in_progress, failed = cell_queries.get_migrations(conn, page)
+            # Newest first, as by uuid.
+            self.assertEqual([None, 'migrating'], [
+                m['status'] for m in in_progress[inside[0]]])
+            self.assertEqual({inside[0]: frozenset([2, 4])}, failed)
+            self.assertEqual(AWKWARD_VALUES, {
+                key: value for key, value, _ in
+                cell_queries.get_system_metadata(conn, page)[inside[0]]})
 
 
 class MigrationsTest(deployment_case.DeploymentTestCase):
