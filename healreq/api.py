@@ -323,40 +323,18 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
     signal's exit code. Raises InvalidInput (exit 127) without
     ``[placement_database]/connection``. Returns an AllocationsResult.
     """
-    _require_placement(conf)
-    started = time.monotonic()
-    with databases.checked_api_database(
-            conf, [('--metrics-file', metrics_file)],
-            uses_store=False) as api_engine, (
-            databases.placement_database(conf)) as placement_engine:
-        options = Options.from_conf(
-            conf, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-            batch_size=batch_size, target_release=target)
-        run_context = _context(conf, api_engine, clock, options)
-        try:
-            walk = allocation_walk.AllocationWalk(
-                run_context, placement_engine, options.batch_size,
-                instance_uuid=options.instance_uuid,
-                cell_uuid=options.cell_uuid)
-            walk.progress = progress
-            if stop_check is not None:
-                walk.stop_check = stop_check
-            report = walk.run()
-            code = allocations_exit_code(report)
-        except exception.Interrupted as exc:
-            report, code = exc.report, exc.exit_code
-        finally:
-            run_context.close()
-    problems = []
-    if metrics_file:
-        now = time.time()
-        problems = _write_metrics(
-            metrics_file, metrics.render_allocations(
-                report, code, time.monotonic() - started, now),
-            code, now, prefix=metrics.ALLOCATIONS_PREFIX)
-        if problems:
-            code = ExitCode.NEEDS_ATTENTION
-    return AllocationsResult(report, code, problems)
+    def start_walk(run_context, placement_engine, options):
+        walk = allocation_walk.AllocationWalk(
+            run_context, placement_engine, options.batch_size,
+            instance_uuid=options.instance_uuid, cell_uuid=options.cell_uuid)
+        walk.progress = progress
+        return walk
+    return _read_only_audit(
+        conf, dict(instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                   batch_size=batch_size, target_release=target),
+        start_walk, allocations_exit_code, metrics_file,
+        metrics.render_allocations, metrics.ALLOCATIONS_PREFIX, clock,
+        stop_check)
 
 
 def hosts_exit_code(report):
@@ -381,23 +359,39 @@ def run_hosts(conf, *, host=None, cell_uuid=None, batch_size=None,
     (exit 127) without ``[placement_database]/connection``. Returns an
     AllocationsResult whose report is a heal.host_checks.HostReport.
     """
+    def start_walk(run_context, placement_engine, options):
+        return host_walk.HostWalk(
+            run_context, placement_engine, options.batch_size, host=host,
+            cell_uuid=options.cell_uuid)
+    return _read_only_audit(
+        conf, dict(cell_uuid=cell_uuid, batch_size=batch_size), start_walk,
+        hosts_exit_code, metrics_file, metrics.render_hosts,
+        metrics.HOSTS_PREFIX, clock, stop_check)
+
+
+def _read_only_audit(conf, option_values, start_walk, exit_code,
+                     metrics_file, render, prefix, clock, stop_check):
+    """Run an audit that reads the cells and Placement and writes nothing.
+
+    The guards first, then ``start_walk(run_context, placement_engine,
+    options)`` gives the walk, whose report ``exit_code(report)`` judges;
+    ``render`` writes its metrics under ``prefix``. An Interrupted ends
+    the walk with the report so far. Returns an AllocationsResult.
+    """
     _require_placement(conf)
     started = time.monotonic()
     with databases.checked_api_database(
             conf, [('--metrics-file', metrics_file)],
             uses_store=False) as api_engine, (
             databases.placement_database(conf)) as placement_engine:
-        options = Options.from_conf(conf, cell_uuid=cell_uuid,
-                                    batch_size=batch_size)
+        options = Options.from_conf(conf, **option_values)
         run_context = _context(conf, api_engine, clock, options)
         try:
-            walk = host_walk.HostWalk(
-                run_context, placement_engine, options.batch_size,
-                host=host, cell_uuid=options.cell_uuid)
+            walk = start_walk(run_context, placement_engine, options)
             if stop_check is not None:
                 walk.stop_check = stop_check
             report = walk.run()
-            code = hosts_exit_code(report)
+            code = exit_code(report)
         except exception.Interrupted as exc:
             report, code = exc.report, exc.exit_code
         finally:
@@ -406,9 +400,8 @@ def run_hosts(conf, *, host=None, cell_uuid=None, batch_size=None,
     if metrics_file:
         now = time.time()
         problems = _write_metrics(
-            metrics_file, metrics.render_hosts(
-                report, code, time.monotonic() - started, now),
-            code, now, prefix=metrics.HOSTS_PREFIX)
+            metrics_file, render(report, code, time.monotonic() - started,
+                                 now), code, now, prefix=prefix)
         if problems:
             code = ExitCode.NEEDS_ATTENTION
     return AllocationsResult(report, code, problems)

@@ -130,36 +130,13 @@ def render_allocations(report, exit_code, duration, finished_at):
     """
     lines = []
     if report is not None:
-        _allocation_counts(lines, report)
-    for name, help_text, value in (
-            ('exit_code', 'Exit code of the last run.', int(exit_code)),
-            ('duration_seconds', 'Wall time of the last run.',
-             '%.3f' % duration),
-            ('last_run_timestamp_seconds', 'When the last run ended.',
-             '%d' % finished_at)):
-        metric = '%s_%s' % (ALLOCATIONS_PREFIX, name)
-        _gauge(lines, metric, help_text)
-        lines.append('%s %s' % (metric, value))
+        _gauges(lines, ALLOCATIONS_PREFIX, (
+            ('instances_checked', 'Instances checked in the last run.',
+             report.instances_checked),))
+        _audit_counts(lines, ALLOCATIONS_PREFIX, report, 'Instances',
+                      allocation_checks.STATUSES)
+    _run_times(lines, ALLOCATIONS_PREFIX, exit_code, duration, finished_at)
     return '\n'.join(lines) + '\n'
-
-
-def _allocation_counts(lines, report):
-    metric = '%s_instances_checked' % ALLOCATIONS_PREFIX
-    _gauge(lines, metric, 'Instances checked in the last run.')
-    lines.append('%s %d' % (metric, report.instances_checked))
-    metric = '%s_problems' % ALLOCATIONS_PREFIX
-    _gauge(lines, metric, 'Instances with this problem in the last run.')
-    for reason, count in sorted(report.problem_counts().items()):
-        lines.append('%s{reason="%s"} %d' % (metric, _label(reason), count))
-    metric = '%s_results' % ALLOCATIONS_PREFIX
-    _gauge(lines, metric, 'Instances reported with this status in the last '
-                          'run.')
-    for status in allocation_checks.STATUSES:
-        lines.append('%s{status="%s"} %d'
-                     % (metric, status, report.count(status)))
-    metric = '%s_cell_errors' % ALLOCATIONS_PREFIX
-    _gauge(lines, metric, 'Cells that could not be read in the last run.')
-    lines.append('%s %d' % (metric, len(report.cell_errors)))
 
 
 HOSTS_PREFIX = 'nova_heal_hosts'
@@ -173,40 +150,53 @@ def render_hosts(report, exit_code, duration, finished_at):
     """
     lines = []
     if report is not None:
-        for name, help_text, value in (
-                ('hosts_checked', 'Hosts checked in the last run.',
-                 report.hosts_checked),
-                ('providers_checked', 'Resource providers checked in the '
-                 'last run.', report.providers_checked)):
-            metric = '%s_%s' % (HOSTS_PREFIX, name)
-            _gauge(lines, metric, help_text)
-            lines.append('%s %d' % (metric, value))
-        metric = '%s_problems' % HOSTS_PREFIX
-        _gauge(lines, metric, 'Hosts and providers with this problem in the '
-                              'last run.')
-        for reason, count in sorted(report.problem_counts().items()):
-            lines.append('%s{reason="%s"} %d'
-                         % (metric, _label(reason), count))
-        metric = '%s_results' % HOSTS_PREFIX
-        _gauge(lines, metric, 'Hosts and providers reported with this '
-                              'status in the last run.')
-        for status in host_checks.STATUSES:
-            lines.append('%s{status="%s"} %d'
-                         % (metric, status, report.count(status)))
-        metric = '%s_cell_errors' % HOSTS_PREFIX
-        _gauge(lines, metric, 'Cells that could not be read in the last '
-                              'run.')
-        lines.append('%s %d' % (metric, len(report.cell_errors)))
-    for name, help_text, value in (
-            ('exit_code', 'Exit code of the last run.', int(exit_code)),
-            ('duration_seconds', 'Wall time of the last run.',
-             '%.3f' % duration),
-            ('last_run_timestamp_seconds', 'When the last run ended.',
-             '%d' % finished_at)):
-        metric = '%s_%s' % (HOSTS_PREFIX, name)
+        _gauges(lines, HOSTS_PREFIX, (
+            ('hosts_checked', 'Hosts checked in the last run.',
+             report.hosts_checked),
+            ('providers_checked', 'Resource providers checked in the '
+             'last run.', report.providers_checked)))
+        _audit_counts(lines, HOSTS_PREFIX, report, 'Hosts and providers',
+                      host_checks.STATUSES)
+    _run_times(lines, HOSTS_PREFIX, exit_code, duration, finished_at)
+    return '\n'.join(lines) + '\n'
+
+
+def _gauges(lines, prefix, named_values):
+    """One unlabelled gauge per ``(name, help, value)``."""
+    for name, help_text, value in named_values:
+        metric = '%s_%s' % (prefix, name)
         _gauge(lines, metric, help_text)
         lines.append('%s %s' % (metric, value))
-    return '\n'.join(lines) + '\n'
+
+
+def _audit_counts(lines, prefix, report, what, statuses):
+    """A read-only audit's counts by problem class, by status, of errors.
+
+    ``what`` names what is counted; the cells that could not be read
+    are counted apart.
+    """
+    metric = '%s_problems' % prefix
+    _gauge(lines, metric, '%s with this problem in the last run.' % what)
+    for reason, count in sorted(report.problem_counts().items()):
+        lines.append('%s{reason="%s"} %d' % (metric, _label(reason), count))
+    metric = '%s_results' % prefix
+    _gauge(lines, metric, '%s reported with this status in the last run.'
+           % what)
+    for status in statuses:
+        lines.append('%s{status="%s"} %d'
+                     % (metric, status, report.count(status)))
+    _gauges(lines, prefix, (
+        ('cell_errors', 'Cells that could not be read in the last run.',
+         len(report.cell_errors)),))
+
+
+def _run_times(lines, prefix, exit_code, duration, finished_at):
+    _gauges(lines, prefix, (
+        ('exit_code', 'Exit code of the last run.', int(exit_code)),
+        ('duration_seconds', 'Wall time of the last run.',
+         '%.3f' % duration),
+        ('last_run_timestamp_seconds', 'When the last run ended.',
+         '%d' % finished_at)))
 
 
 def write(path, text, success_timestamp=None, prefix=_PREFIX):

@@ -12,14 +12,12 @@
 
 """``nova-heal allocations``: audit Placement allocations. Read only."""
 
-import json
 import sys
 
 from healreq import api
 from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import progress
-from healreq.cmd import visible
 from healreq import exception
 from healreq.heal import allocation_checks
 
@@ -96,14 +94,8 @@ def run(conf, argv):
     finally:
         if display is not None:
             display.close()
-    if command.format == 'json':
-        common.emit(json.dumps(report_document(result), indent=2,
-                               sort_keys=True))
-    elif not command.quiet:
-        common.emit_pieces(text_lines(result, command.verbose))
-    for problem in result.problems:
-        print(visible.escape(problem), file=sys.stderr)
-    return result.exit_code
+    return common.print_audit_report(command, result, report_document,
+                                     text_lines)
 
 
 def report_document(result):
@@ -128,14 +120,8 @@ def report_document(result):
 def text_lines(result, verbose=False):
     """The text report, one line at a time, control characters escaped."""
     report = result.report
-    for found in report.results:
-        if found.status == allocation_checks.SKIPPED and not verbose:
-            continue
-        for line in _result_lines(found, verbose):
-            yield visible.escape(line)
-    for error in report.cell_errors:
-        yield visible.escape('ERROR cell %s: %s'
-                             % (error['cell_uuid'], error['error']))
+    yield from common.audit_result_lines(
+        report, allocation_checks.SKIPPED, verbose, _result_lines)
     summary = report.summary()
     yield ('Checked %(instances_checked)d instance(s): %(mismatched)d '
            'mismatched, %(pending)d pending, %(skipped)d skipped, '

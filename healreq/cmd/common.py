@@ -14,12 +14,14 @@
 """What the commands share: exit codes, option values, printing."""
 
 import argparse
+import json
 import logging
 import re
 import sys
 import textwrap
 
 from healreq import api
+from healreq.cmd import visible
 from healreq import conf as healreq_conf
 from healreq import exception
 from healreq import masking
@@ -293,3 +295,35 @@ def emit_pieces(pieces, separator='\n'):
     block.append('\n')
     write(block)
     sys.stdout.flush()
+
+
+def print_audit_report(command, result, document, text_lines):
+    """Print a read-only audit's report; return its exit code.
+
+    With ``--format json`` the document ``document(result)``, else (unless
+    ``--quiet``) ``text_lines(result, verbose)``; the problems go to
+    stderr either way.
+    """
+    if command.format == 'json':
+        emit(json.dumps(document(result), indent=2, sort_keys=True))
+    elif not getattr(command, 'quiet', False):
+        emit_pieces(text_lines(result, command.verbose))
+    for problem in result.problems:
+        print(visible.escape(problem), file=sys.stderr)
+    return result.exit_code
+
+
+def audit_result_lines(report, skipped, verbose, result_lines):
+    """The lines of each result, then of each cell that failed, escaped.
+
+    Results of status ``skipped`` only with ``verbose``;
+    ``result_lines(result, verbose)`` gives a result's lines.
+    """
+    for found in report.results:
+        if found.status == skipped and not verbose:
+            continue
+        for line in result_lines(found, verbose):
+            yield visible.escape(line)
+    for error in report.cell_errors:
+        yield visible.escape('ERROR cell %s: %s'
+                             % (error['cell_uuid'], error['error']))

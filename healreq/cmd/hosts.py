@@ -12,8 +12,6 @@
 
 """``nova-heal hosts``: what the scheduler reads about hosts. Read only."""
 
-import json
-import sys
 
 from healreq import api
 from healreq.cmd import common
@@ -93,14 +91,8 @@ def run(conf, argv):
             conf, host=command.host, cell_uuid=cell_uuid,
             batch_size=command.batch_size, metrics_file=command.metrics_file,
             stop_check=interruption.check)
-    if command.format == 'json':
-        common.emit(json.dumps(report_document(result), indent=2,
-                               sort_keys=True))
-    else:
-        common.emit_pieces(text_lines(result, command.verbose))
-    for problem in result.problems:
-        print(visible.escape(problem), file=sys.stderr)
-    return result.exit_code
+    return common.print_audit_report(command, result, report_document,
+                                     text_lines)
 
 
 def report_document(result):
@@ -119,14 +111,8 @@ def report_document(result):
 def text_lines(result, verbose=False):
     """The text report, one line at a time, control characters escaped."""
     report = result.report
-    for found in report.results:
-        if found.status == host_checks.SKIPPED and not verbose:
-            continue
-        for line in _result_lines(found, verbose):
-            yield visible.escape(line)
-    for error in report.cell_errors:
-        yield visible.escape('ERROR cell %s: %s'
-                             % (error['cell_uuid'], error['error']))
+    yield from common.audit_result_lines(
+        report, host_checks.SKIPPED, verbose, _result_lines)
     for note in report.not_checked:
         yield visible.escape('Not checked: %s.' % note)
     summary = report.summary()

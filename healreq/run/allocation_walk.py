@@ -52,7 +52,7 @@ from healreq.objects import image_fields
 from healreq.objects import numa as numa_obj
 from healreq.objects import primitive
 from healreq import releases
-from healreq.run import budget
+from healreq.run import audit_walk
 from healreq.run import read_threads
 from healreq.run import records
 
@@ -63,42 +63,24 @@ LOG = logging.getLogger(__name__)
 LOADERS = 2
 
 
-class AllocationWalk(object):
+class AllocationWalk(audit_walk.ReadOnlyWalk):
     """Walk the selected cells and compare every instance's allocations.
 
-    ``run_context`` is a heal.context.RunContext (cells, engines,
-    release); ``placement_engine`` the Placement database's engine.
-    ``progress``, if set, gets ``planned(cell, total)`` for every cell
-    first, then ``advanced(cell, done, mismatched)`` after each batch.
+    See audit_walk.ReadOnlyWalk for ``run_context`` and
+    ``placement_engine``. ``progress``, if set, gets ``planned(cell,
+    total)`` for every cell first, then ``advanced(cell, done,
+    mismatched)`` after each batch.
     """
 
     def __init__(self, run_context, placement_engine, batch_size,
                  instance_uuid=None, cell_uuid=None):
-        self.context = run_context
-        self.placement_engine = placement_engine
-        self.batch_size = batch_size
+        super().__init__(run_context, placement_engine, batch_size,
+                         checks.AllocationReport(), cell_uuid=cell_uuid)
         self.instance_uuid = instance_uuid
-        self.cell_uuid = cell_uuid
-        self.report = checks.AllocationReport()
         self.release = releases.LATEST
         self._classes = None
         self._attributed = set()
-        self.stop_check = _no_stop
         self.progress = None
-        # No limits: only the hook between batches (see budget).
-        self._pause = budget.Budget().pause
-
-    def run(self):
-        """Walk; return the AllocationReport.
-
-        An Interrupted raised by ``stop_check`` ends the walk and carries
-        the report of what was checked before.
-        """
-        try:
-            return self._run()
-        except exception.Interrupted as exc:
-            exc.report = self.report
-            raise
 
     def _run(self):
         cells = self.context.select_cells(self.instance_uuid, self.cell_uuid)
@@ -121,23 +103,6 @@ class AllocationWalk(object):
             self.stop_check()
         self._attribute_the_rest(walked)
         return self.report
-
-    def _walked(self, cell, walk):
-        """``walk(cell, engine)``'s result; None if the cell failed.
-
-        The failure is reported as the cell's error.
-        """
-        try:
-            return walk(cell, self.context.cell_engine(cell))
-        except exception.CellDatabaseError as exc:
-            error = exc
-        except exception.DB_ERRORS as exc:
-            error = records.cell_error(cell, exc)
-        finally:
-            self.context.release(cell)
-        self.report.cell_errors.append({'cell_uuid': cell['uuid'],
-                                        'error': str(error)})
-        return None
 
     def _walk_cell(self, cell, engine):
         nodes = self._query(engine, cell_queries.get_compute_nodes)
@@ -202,23 +167,6 @@ class AllocationWalk(object):
         read = read_threads.interruptible(
             functools.partial(self._read_batch, engine, page), self.stop_check)
         self._batch(cell, page, read, nodes, mapping)
-
-    def _query(self, engine, query, *args):
-        """``query(conn, *args)`` on a connection of ``engine``.
-
-        Run in a thread of its own, ``stop_check()`` called meanwhile: a
-        read waiting for a lock another session holds does not keep a
-        signal waiting (see read_threads.interruptible).
-        """
-        def read():
-            with engine.connect() as conn:
-                return query(conn, *args)
-        return read_threads.interruptible(read, self.stop_check)
-
-    def _placement(self, query, *args):
-        """``query(conn, *args)`` on the Placement database, so run."""
-        with exception.reraised_as(exception.PlacementDatabaseError):
-            return self._query(self.placement_engine, query, *args)
 
     def _read_batch(self, engine, instances, after_id=None):
         """A page's rows of every table, Placement's allocations included.
@@ -338,10 +286,6 @@ class AllocationWalk(object):
                 self._attribute(cells, rest)
             self._between_batches()
 
-    def _between_batches(self):
-        self.stop_check()
-        self._pause()
-
     def _attribute(self, cells, consumers):
         remaining = set(consumers)
         for cell in cells:
@@ -392,10 +336,6 @@ class _CellCounts(object):
         self._found += sum(1 for r in new if r.status == checks.MISMATCH)
         return (self._report.instances_checked - self._checked_before,
                 self._found)
-
-
-def _no_stop():
-    pass
 
 
 def _pages(query, batch_size):

@@ -41,9 +41,8 @@ from healreq.db import host_queries as queries
 from healreq import exception
 from healreq.heal import evidence
 from healreq.heal import host_checks as checks
-from healreq.run import budget
+from healreq.run import audit_walk
 from healreq.run import read_threads
-from healreq.run import records
 
 LOG = logging.getLogger(__name__)
 
@@ -51,23 +50,18 @@ LOG = logging.getLogger(__name__)
 LOADERS = 2
 
 
-class HostWalk(object):
+class HostWalk(audit_walk.ReadOnlyWalk):
     """Walk the selected cells' hosts and Placement's providers.
 
-    ``run_context`` is a run.context.RunContext (cells, engines);
-    ``placement_engine`` the Placement database's engine.
+    See audit_walk.ReadOnlyWalk for ``run_context`` and
+    ``placement_engine``; ``host`` selects one host.
     """
 
     def __init__(self, run_context, placement_engine, batch_size,
                  host=None, cell_uuid=None):
-        self.context = run_context
-        self.placement_engine = placement_engine
-        self.batch_size = batch_size
+        super().__init__(run_context, placement_engine, batch_size,
+                         checks.HostReport(), cell_uuid=cell_uuid)
         self.host = host
-        self.cell_uuid = cell_uuid
-        self.report = checks.HostReport()
-        self.stop_check = _no_stop
-        self._pause = budget.Budget().pause
         self._aggregates = {}
         self._live_nodes = set()
         self._seen_providers = set()
@@ -76,14 +70,6 @@ class HostWalk(object):
         self._results = {}
         self._now = None
 
-    def run(self):
-        """Walk; return the HostReport (Interrupted carries it)."""
-        try:
-            return self._run()
-        except exception.Interrupted as exc:
-            exc.report = self.report
-            raise
-
     def _run(self):
         cells = self.context.select_cells(cell_uuid=self.cell_uuid)
         self._now = self.context.clock()
@@ -91,7 +77,7 @@ class HostWalk(object):
             self._aggregates = self._query(self.context.api_engine,
                                            queries.get_aggregates)
         for cell in cells:
-            self._walked(cell)
+            self._walked(cell, self._walk_cell)
             self.stop_check()
         if self.host and not (self.report.hosts_checked
                               or self.report.cell_errors):
@@ -112,19 +98,6 @@ class HostWalk(object):
         self.report.results.sort(key=_order)
         return self.report
 
-    def _walked(self, cell):
-        try:
-            self._walk_cell(cell, self.context.cell_engine(cell))
-            return
-        except exception.CellDatabaseError as exc:
-            error = exc
-        except exception.DB_ERRORS as exc:
-            error = records.cell_error(cell, exc)
-        finally:
-            self.context.release(cell)
-        self.report.cell_errors.append({'cell_uuid': cell['uuid'],
-                                        'error': str(error)})
-
     def _walk_cell(self, cell, engine):
         query = functools.partial(self._query, engine)
         batches = read_threads.loaded(
@@ -133,8 +106,7 @@ class HostWalk(object):
         try:
             for page, read in batches:
                 self._judge_page(cell, page, read)
-                self.stop_check()
-                self._pause()
+                self._between_batches()
         finally:
             batches.close()
 
@@ -150,16 +122,6 @@ class HostWalk(object):
                 return
             yield page
             after = page[-1]
-
-    def _query(self, engine, query, *args):
-        def read():
-            with engine.connect() as conn:
-                return query(conn, *args)
-        return read_threads.interruptible(read, self.stop_check)
-
-    def _placement(self, query, *args):
-        with exception.reraised_as(exception.PlacementDatabaseError):
-            return self._query(self.placement_engine, query, *args)
 
     def _read_page(self, engine, hosts):
         """Every row a page of hosts needs. Runs in a loader thread."""
@@ -293,8 +255,7 @@ class HostWalk(object):
                     classes = self._placement(queries.get_resource_classes)
                 self._judge_roots(candidates, classes)
             self.report.providers_checked = len(self._seen_providers)
-            self.stop_check()
-            self._pause()
+            self._between_batches()
 
     def _judge_roots(self, roots, classes):
         ids = [r['id'] for r in roots]
@@ -367,7 +328,3 @@ def _deepest_first(root_id, below):
 def _order(result):
     return (result.host is None, str(result.cell_uuid), str(result.host),
             str(result.provider_uuid))
-
-
-def _no_stop():
-    pass
