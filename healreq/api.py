@@ -301,9 +301,14 @@ class AllocationsResult:
 
 def allocations_exit_code(report):
     """The exit code of an AllocationReport: 2, else 0 if found, else 4."""
+    return _audit_exit_code(report, 'mismatch')
+
+
+def _audit_exit_code(report, found):
+    """2 if a cell or a result failed, else 0 if any is ``found``, else 4."""
     if report.cell_errors or report.count('error'):
         return ExitCode.NEEDS_ATTENTION
-    if report.count('mismatch'):
+    if report.count(found):
         return ExitCode.HEALED
     return ExitCode.NOTHING_TO_HEAL
 
@@ -339,11 +344,7 @@ def run_allocations(conf, *, instance_uuid=None, cell_uuid=None,
 
 def hosts_exit_code(report):
     """The exit code of a HostReport: 2, else 0 if found, else 4."""
-    if report.cell_errors or report.count('error'):
-        return ExitCode.NEEDS_ATTENTION
-    if report.count('mismatched'):
-        return ExitCode.HEALED
-    return ExitCode.NOTHING_TO_HEAL
+    return _audit_exit_code(report, 'mismatched')
 
 
 def run_hosts(conf, *, host=None, cell_uuid=None, batch_size=None,

@@ -21,7 +21,9 @@ add freely, never rename or reuse one.
 """
 
 import dataclasses
+import typing
 
+from healreq.heal import audit_report
 from healreq.heal import decisions
 from healreq import nova_constants
 
@@ -405,27 +407,12 @@ def orphan_result(cell_uuid, instance, migration, found):
 
 
 @dataclasses.dataclass
-class AllocationReport:
+class AllocationReport(audit_report.AuditReport):
     """What a run of ``allocations`` found, in walk order."""
-    results: list = dataclasses.field(default_factory=list)
+    PROBLEMS: typing.ClassVar[tuple] = tuple(ALLOCATION_REASONS[MISMATCH])
     instances_checked: int = 0
-    cell_errors: list = dataclasses.field(default_factory=list)
     release: object = None
     unattributed: int = 0
-
-    def add(self, result):
-        if result is not None:
-            self.results.append(result)
-
-    def count(self, status):
-        return sum(1 for r in self.results if r.status == status)
-
-    def problem_counts(self):
-        counts = {code: 0 for code in ALLOCATION_REASONS[MISMATCH]}
-        for result in self.results:
-            for code in result.problems:
-                counts[code] += 1
-        return counts
 
     def summary(self):
         return {'instances_checked': self.instances_checked,

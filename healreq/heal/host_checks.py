@@ -31,7 +31,9 @@ The rules that mirror Nova's own code are small public functions:
 
 import dataclasses
 import functools
+import typing
 
+from healreq.heal import audit_report
 from healreq import nova_constants
 from healreq.objects import primitive
 
@@ -634,27 +636,12 @@ def orphan_result(provider, descendants, allocations, kinds):
 
 
 @dataclasses.dataclass
-class HostReport:
+class HostReport(audit_report.AuditReport):
     """What a run of ``hosts`` found, in walk order."""
-    results: list = dataclasses.field(default_factory=list)
+    PROBLEMS: typing.ClassVar[tuple] = tuple(HOST_REASONS[MISMATCHED])
     hosts_checked: int = 0
     providers_checked: int = 0
-    cell_errors: list = dataclasses.field(default_factory=list)
     not_checked: list = dataclasses.field(default_factory=list)
-
-    def add(self, result):
-        if result is not None:
-            self.results.append(result)
-
-    def count(self, status):
-        return sum(1 for r in self.results if r.status == status)
-
-    def problem_counts(self):
-        counts = {code: 0 for code in HOST_REASONS[MISMATCHED]}
-        for result in self.results:
-            for code in result.problems:
-                counts[code] += 1
-        return counts
 
     def summary(self):
         return {'hosts_checked': self.hosts_checked,
