@@ -286,7 +286,8 @@ migrations = sa.Table(
     sa.UniqueConstraint('uuid', name='uniq_migrations0uuid'),
     sa.Index('migrations_instance_uuid_and_status_idx',
              'deleted', 'instance_uuid', 'status'),
-    # nova-heal hosts reads the migrations from or to a page of hosts.
+    # nova-heal hosts reads the migrations from or to a page of hosts;
+    # Nova has these two indexes since Nova 34 (2026.2).
     sa.Index('migrations_by_src_host_nodes_and_status_idx', 'deleted',
              'source_compute', 'source_node', 'status'),
     sa.Index('migrations_by_dest_host_nodes_and_status_idx', 'deleted',
