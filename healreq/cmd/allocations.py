@@ -52,13 +52,7 @@ def add_parser(subparsers):
                         help='Only this cell. cell0 is refused: it only '
                              'holds instances that were never scheduled.')
     common.add_batch_size_option(parser)
-    common.add_output_option(
-        parser, '--metrics-file', 'PATH',
-        'At the end, write Prometheus metrics by problem class (text '
-        'format, written atomically) for node_exporter\'s textfile '
-        'collector.')
-    parser.add_argument('--format', choices=('text', 'json'), default='text',
-                        help='Report format on stdout (default: text).')
+    common.add_audit_output_options(parser)
     parser.add_argument('--quiet', action='store_true',
                         help='No progress (otherwise a line on stderr '
                              'when it is a terminal, else a log line every '

@@ -196,14 +196,28 @@ def add_output_option(parser, flag, metavar, help):
     return action
 
 
-def add_batch_size_option(parser):
-    """Add --batch-size, bounded as ``[healreq]/batch_size`` is."""
+def add_batch_size_option(parser, what='Instances'):
+    """Add --batch-size, bounded as ``[healreq]/batch_size`` is.
+
+    ``what`` names what a query reads that many of.
+    """
     bounds = healreq_conf.option('healreq', 'batch_size').type
     parser.add_argument('--batch-size', metavar='N',
                         type=bounded_int(bounds.min, bounds.max),
-                        help='Instances read per query, %s (default: '
+                        help='%s read per query, %s (default: '
                              '[healreq]/batch_size).'
-                             % range_text(bounds.min, bounds.max))
+                             % (what, range_text(bounds.min, bounds.max)))
+
+
+def add_audit_output_options(parser):
+    """Add --metrics-file and --format, as every read-only audit has."""
+    add_output_option(
+        parser, '--metrics-file', 'PATH',
+        'At the end, write Prometheus metrics by problem class (text '
+        'format, written atomically) for node_exporter\'s textfile '
+        'collector.')
+    parser.add_argument('--format', choices=('text', 'json'), default='text',
+                        help='Report format on stdout (default: text).')
 
 
 def bounded_float(low, high):

@@ -17,7 +17,6 @@ from healreq import api
 from healreq.cmd import common
 from healreq.cmd import interruption
 from healreq.cmd import visible
-from healreq import conf as healreq_conf
 from healreq import exception
 from healreq.heal import host_checks
 
@@ -51,28 +50,13 @@ def add_parser(subparsers):
     target.add_argument('--cell', metavar='UUID',
                         help='Only this cell\'s hosts. cell0 is refused: '
                              'it has no hosts.')
-    parser.add_argument('--batch-size', metavar='N',
-                        type=common.bounded_int(*_batch_bounds()),
-                        help='Hosts read per query, %s (default: '
-                             '[healreq]/batch_size).'
-                             % common.range_text(*_batch_bounds()))
-    common.add_output_option(
-        parser, '--metrics-file', 'PATH',
-        'At the end, write Prometheus metrics by problem class (text '
-        'format, written atomically) for node_exporter\'s textfile '
-        'collector.')
-    parser.add_argument('--format', choices=('text', 'json'), default='text',
-                        help='Report format on stdout (default: text).')
+    common.add_batch_size_option(parser, 'Hosts')
+    common.add_audit_output_options(parser)
     parser.add_argument('--verbose', action='store_true',
                         help='Also list skipped hosts, whose pinned CPUs '
                              'and PCI devices were not judged.')
     parser.set_defaults(handler=run,
                         failure_metrics=api.write_hosts_failure_metrics)
-
-
-def _batch_bounds():
-    bounds = healreq_conf.option('healreq', 'batch_size').type
-    return bounds.min, bounds.max
 
 
 def run(conf, argv):

@@ -161,13 +161,7 @@ class AllocationResult:
                   'problems': list(self.problems),
                   'consumers': [c.as_dict() for c in self.consumers],
                   'remedy': list(self.remedy)}
-        if self.reason:
-            result['reason'] = self.reason
-        if self.message:
-            result['message'] = self.message
-        if self.not_checked:
-            result['not_checked'] = list(self.not_checked)
-        return result
+        return audit_report.with_optional(result, self)
 
 
 def skip_reason(record):

@@ -44,3 +44,17 @@ class AuditReport:
             for code in result.problems:
                 counts[code] += 1
         return counts
+
+
+def with_optional(document, result):
+    """``document`` plus what ``result`` has of its optional keys.
+
+    They are ``reason``, ``message`` and ``not_checked``.
+    """
+    if result.reason:
+        document['reason'] = result.reason
+    if result.message:
+        document['message'] = result.message
+    if result.not_checked:
+        document['not_checked'] = list(result.not_checked)
+    return document

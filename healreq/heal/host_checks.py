@@ -156,9 +156,15 @@ def _unwrap(document, name, what):
     return primitive.unwrap(document, name, what)
 
 
-def _cells(document, expected_name, what):
+def _decoded(document, what='compute_nodes.numa_topology'):
+    """``document`` decoded if it is JSON text, else as it is."""
     if isinstance(document, (str, bytes, bytearray)):
-        document = primitive.load_json(document, what)
+        return primitive.load_json(document, what)
+    return document
+
+
+def _cells(document, expected_name, what):
+    document = _decoded(document, what)
     if document is None:
         return None
     data = _unwrap(document, expected_name, what)
@@ -314,13 +320,7 @@ class HostResult:
                   'status': self.status, 'problems': list(self.problems),
                   'details': list(self.details),
                   'remedy': list(self.remedy)}
-        if self.reason:
-            result['reason'] = self.reason
-        if self.message:
-            result['message'] = self.message
-        if self.not_checked:
-            result['not_checked'] = list(self.not_checked)
-        return result
+        return audit_report.with_optional(result, self)
 
 
 @dataclasses.dataclass
@@ -442,10 +442,14 @@ def _check_aggregates(result, record, provider, nova_aggregates):
 
 def _check_pins(result, record):
     nodes = {n['hypervisor_hostname']: n for n in record.nodes}
-    siblings = {}
+    # Each node's topology is decoded once, for its siblings and for its
+    # dedicated pCPUs; one that cannot be is left as read, to be reported.
+    topologies, siblings = {}, {}
     for name, node in nodes.items():
+        topologies[name] = node.get('numa_topology')
         try:
-            siblings[name] = _siblings(node.get('numa_topology'))
+            topologies[name] = _decoded(topologies[name])
+            siblings[name] = _siblings(topologies[name])
         except primitive.PrimitiveError as exc:
             _error(result, 'compute node %s: %s' % (node['uuid'], exc))
     by_node = {}
@@ -465,7 +469,7 @@ def _check_pins(result, record):
         _check_overlaps(result, node_name, pinned)
         node = nodes.get(node_name)
         if node is not None:
-            _check_dedicated(result, node, pinned)
+            _check_dedicated(result, node, topologies[node_name], pinned)
 
 
 def _check_overlaps(result, node_name, pinned):
@@ -487,9 +491,9 @@ def _check_overlaps(result, node_name, pinned):
                    instances=sorted(uuids))
 
 
-def _check_dedicated(result, node, pinned):
+def _check_dedicated(result, node, topology, pinned):
     try:
-        dedicated = dedicated_cpus(node.get('numa_topology'))
+        dedicated = dedicated_cpus(topology)
     except TopologyError as exc:
         _error(result, 'compute node %s: %s' % (node['uuid'], exc))
         return
