@@ -169,8 +169,8 @@ def get_compute_services(conn, hosts):
 
 def get_host_instances(conn, hosts):
     """Live instances on ``hosts``, with their extra's numa_topology."""
-    return rows.dicts(conn.execute(_QUERIES['instances'],
-                                   {'hosts': sorted(hosts)}))
+    return rows.plain_dicts(conn.execute(_QUERIES['instances'],
+                                         {'hosts': sorted(hosts)}))
 
 
 def get_running_migrations(conn, hosts):

@@ -47,6 +47,7 @@ SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 # InstanceNUMACell cpu_policy values under which nothing is pinned.
 _UNPINNED_POLICIES = (None, 'shared')
 _ISOLATE = 'isolate'
+_INT_ONLY = frozenset([int])
 
 # PCI device statuses that hold a device for an instance.
 HELD_STATUSES = ('allocated', 'claimed')
@@ -147,12 +148,15 @@ def _version_loadable(name, version):
 
 def _unwrap(document, name, what):
     """primitive.unwrap, its checks of the object version remembered."""
-    if (type(document) is dict and document.get(primitive.NAME) == name
-            and document.get(primitive.NAMESPACE) == 'nova'
-            and type(document.get(primitive.VERSION)) is str
-            and type(document.get(primitive.DATA)) is dict
-            and _version_loadable(name, document[primitive.VERSION])):
-        return document[primitive.DATA]
+    try:
+        if (document[primitive.NAME] == name
+                and document[primitive.NAMESPACE] == 'nova'
+                and _version_loadable(name, document[primitive.VERSION])):
+            data = document[primitive.DATA]
+            if type(data) is dict:
+                return data
+    except (KeyError, TypeError):
+        pass  # not a primitive's envelope: unwrap says what is wrong
     return primitive.unwrap(document, name, what)
 
 
@@ -177,6 +181,16 @@ def _cells(document, expected_name, what):
 def _int_set(values, what):
     if not isinstance(values, list):
         raise primitive.PrimitiveError('%s is not a list' % what)
+    return _integers(values, what)
+
+
+def _integers(values, what):
+    """A frozenset of ``values`` coerced as IntegerField does."""
+    found = frozenset(values)
+    # Stored pins are plain ints: one pass over their types in C is
+    # enough; anything else takes the coercion, value by value.
+    if _INT_ONLY.issuperset(map(type, found)):
+        return found
     return frozenset(primitive.integer(v, what) for v in values)
 
 
@@ -200,35 +214,43 @@ def pinned_cpus(instance_topology, host_topology=None):
 
 
 def _pinned(instance_topology, siblings):
-    """pinned_cpus with the host's siblings, ``{cell id: [set]}``."""
+    """pinned_cpus with the host's siblings, ``{cell id: frozenset}``."""
     what = 'instance_extra.numa_topology'
     try:
         cells = _cells(instance_topology, 'InstanceNUMATopology', what)
         held = {}
         for index, cell in enumerate(cells or ()):
-            where = '%s.cells[%d]' % (what, index)
-            data = _unwrap(cell, 'InstanceNUMACell', where)
-            if data.get('cpu_policy') in _UNPINNED_POLICIES:
-                continue
-            cell_id = primitive.integer(data.get('id'), where + '.id')
-            pins = data.get('cpu_pinning_raw') or {}
-            if not isinstance(pins, dict):
+            try:
+                cell_id, cpus = _cell_pins(cell, siblings)
+            except primitive.PrimitiveError as exc:
+                # Every message starts with the name it was given, here
+                # relative to the cell: the cell is named only on error.
                 raise primitive.PrimitiveError(
-                    '%s.cpu_pinning_raw is not a dict' % where)
-            cpus = {primitive.integer(v, where + '.cpu_pinning_raw')
-                    for v in pins.values()}
-            if data.get('cpuset_reserved'):
-                cpus |= _int_set(data['cpuset_reserved'],
-                                 where + '.cpuset_reserved')
-            if data.get('cpu_thread_policy') == _ISOLATE:
-                for group in siblings.get(cell_id, ()):
-                    if cpus & group:
-                        cpus |= group
+                    '%s.cells[%d]%s' % (what, index, exc))
             if cpus:
                 held[cell_id] = held.get(cell_id, frozenset()) | cpus
         return held
     except primitive.PrimitiveError as exc:
         raise TopologyError(str(exc))
+
+
+def _cell_pins(cell, siblings):
+    """``(cell id, frozenset)``: the pCPUs one InstanceNUMACell holds."""
+    data = _unwrap(cell, 'InstanceNUMACell', '')
+    if data.get('cpu_policy') in _UNPINNED_POLICIES:
+        return None, None
+    cell_id = primitive.integer(data.get('id'), '.id')
+    pins = data.get('cpu_pinning_raw') or {}
+    if not isinstance(pins, dict):
+        raise primitive.PrimitiveError('.cpu_pinning_raw is not a dict')
+    cpus = _integers(pins.values(), '.cpu_pinning_raw')
+    if data.get('cpuset_reserved'):
+        cpus |= _int_set(data['cpuset_reserved'], '.cpuset_reserved')
+    if data.get('cpu_thread_policy') == _ISOLATE:
+        for group in siblings.get(cell_id, ()):
+            if cpus & group:
+                cpus |= group
+    return cell_id, cpus
 
 
 def dedicated_cpus(host_topology):
@@ -465,7 +487,8 @@ def _check_pins(result, record):
         if pins:
             by_node.setdefault(instance['node'], []).append(
                 (instance['uuid'], pins))
-    for node_name, pinned in sorted(by_node.items(), key=lambda i: str(i)):
+    for node_name, pinned in sorted(by_node.items(),
+                                    key=lambda item: str(item[0])):
         _check_overlaps(result, node_name, pinned)
         node = nodes.get(node_name)
         if node is not None:

@@ -134,10 +134,7 @@ class HostWalk(audit_walk.ReadOnlyWalk):
                 migrations=queries.get_running_migrations(conn, hosts),
                 devices=queries.get_held_devices(
                     conn, [n['id'] for n in nodes]))
-            named = {d['instance_uuid'] for d in read['devices']
-                     if d['instance_uuid']}
-            read['holders'] = (queries.get_holders(conn, named)
-                               if named else {})
+            read['holders'] = self._holders(conn, read)
         with exception.reraised_as(exception.PlacementDatabaseError):
             with self.placement_engine.connect() as conn:
                 read['providers'] = queries.get_providers(
@@ -145,6 +142,27 @@ class HostWalk(audit_walk.ReadOnlyWalk):
                     {n['hypervisor_hostname'] for n in nodes
                      if n['hypervisor_hostname']})
         return read
+
+    @staticmethod
+    def _holders(conn, read):
+        """The instances the page's held devices name, by uuid.
+
+        Those live on the page's hosts were just read with the page; only
+        the others (deleted, elsewhere, missing) are looked up.
+        """
+        named = {d['instance_uuid'] for d in read['devices']
+                 if d['instance_uuid']}
+        holders = {}
+        for instance in read['instances']:
+            if instance['uuid'] in named:
+                holders[instance['uuid']] = dict(
+                    uuid=instance['uuid'], host=instance['host'], deleted=0,
+                    vm_state=instance['vm_state'],
+                    task_state=instance['task_state'])
+        others = named.difference(holders)
+        if others:
+            holders.update(queries.get_holders(conn, others))
+        return holders
 
     def _judge_page(self, cell, hosts, read):
         nodes = _grouped(read['nodes'], 'host')

@@ -71,6 +71,25 @@ class PinnedCpusTest(testtools.TestCase):
                 _cell(0, {}, cpu_pinning_raw=[1]))):
             self.assertRaises(checks.TopologyError, checks.pinned_cpus, bad)
 
+    def test_errors_name_the_cell_and_field(self):
+        where = 'instance_extra.numa_topology.cells[1]'
+        for cell, message in (
+                (_cell(1, {0: True}), where + '.cpu_pinning_raw is not an '
+                 'integer: True'),
+                (_cell('x', {0: 1}), where + '.id is not an integer'),
+                (_cell(1, {}, cpuset_reserved=['y']),
+                 where + '.cpuset_reserved is not an integer'),
+                (7, where + ' is not an object primitive')):
+            error = self.assertRaises(
+                checks.TopologyError, checks.pinned_cpus,
+                _topology(_cell(0, {0: 0}), cell))
+            self.assertTrue(str(error).startswith(message), str(error))
+
+    def test_integer_strings_pin_as_integers(self):
+        # IntegerField coerces "3"; the fast path must not skip that.
+        self.assertEqual({0: {3, 4}}, checks.pinned_cpus(_topology(
+            _cell(0, {0: '3'}, cpuset_reserved=['4']))))
+
 
 class DedicatedCpusTest(testtools.TestCase):
 
