@@ -387,6 +387,33 @@ def server_lines(runs, label, pairs):
     return lines
 
 
+def machine_lines(compiled, loads):
+    """The header lines that say what ran and how loaded the machine was."""
+    return [
+        'healreq       %s; bytecode %s' % (
+            _healreq_revision(), 'compiled' if compiled else 'NOT compiled'),
+        'CPUs          %d' % (os.cpu_count() or 0),
+        _loads_line(loads),
+    ]
+
+
+def tool_raw_lines(runs, summary):
+    """The wall and CPU ratios of contender 'tool' to 'raw', by round."""
+    tool, raw = runs['tool'], runs['raw']
+
+    def per_round(figure):
+        return ' '.join('%.2f' % (mine[figure] / theirs[figure])
+                        for mine, theirs in zip(tool, raw))
+    return [
+        'tool / raw floor, wall   %.2fx (target <= %.1fx); per round %s' % (
+            summary['tool']['wall'] / summary['raw']['wall'],
+            TARGET_FLOOR_RATIO, per_round('wall')),
+        'tool / raw floor, CPU    %.2fx; per round %s' % (
+            summary['tool']['cpu'] / summary['raw']['cpu'],
+            per_round('cpu')),
+    ]
+
+
 def _loads_line(loads):
     before, during, after = loads
     return ('load average  %.2f before the rounds, %.2f after; during them '

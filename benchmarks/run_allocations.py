@@ -132,27 +132,11 @@ def report(args, placement, runs, server, loads, compiled, network):
         'batch size    %d' % args.batch_size,
         'MariaDB       %s' % server,
         'network       %s' % network,
-        'healreq       %s; bytecode %s' % (
-            run._healreq_revision(), 'compiled' if compiled
-            else 'NOT compiled'),
-        'CPUs          %d' % (os.cpu_count() or 0),
-        run._loads_line(loads),
+    ] + run.machine_lines(compiled, loads) + [
         '',
     ]
     lines += run._table(runs, summary, counted, LABELS)
-    tool, raw = runs['tool'], runs['raw']
-    lines += [
-        '',
-        'tool / raw floor, wall   %.2fx (target <= %.1fx); per round %s' % (
-            summary['tool']['wall'] / summary['raw']['wall'],
-            run.TARGET_FLOOR_RATIO, ' '.join(
-                '%.2f' % (mine['wall'] / theirs['wall'])
-                for mine, theirs in zip(tool, raw))),
-        'tool / raw floor, CPU    %.2fx; per round %s' % (
-            summary['tool']['cpu'] / summary['raw']['cpu'], ' '.join(
-                '%.2f' % (mine['cpu'] / theirs['cpu'])
-                for mine, theirs in zip(tool, raw))),
-    ]
+    lines += [''] + run.tool_raw_lines(runs, summary)
     if 'before' in runs:
         lines.append('before / raw floor, wall %.2fx; tool before: healreq '
                      'at revision %s' % (

@@ -81,26 +81,11 @@ def report(args, runs, server, loads, compiled):
             args.rounds, ', '.join(LABELS[name] for name in CONTENDERS)),
         'batch size    %d hosts' % args.batch_size,
         'MariaDB       %s' % server,
-        'healreq       %s; bytecode %s' % (
-            run._healreq_revision(), 'compiled' if compiled
-            else 'NOT compiled'),
-        'CPUs          %d' % (os.cpu_count() or 0),
-        run._loads_line(loads),
+    ] + run.machine_lines(compiled, loads) + [
         '',
     ]
     lines += run._table(runs, summary, counted, LABELS)
-    tool, raw = runs['tool'], runs['raw']
-    lines += [
-        '',
-        'tool / raw floor, wall   %.2fx (target <= %.1fx); per round %s' % (
-            summary['tool']['wall'] / summary['raw']['wall'],
-            run.TARGET_FLOOR_RATIO, ' '.join(
-                '%.2f' % (mine['wall'] / theirs['wall'])
-                for mine, theirs in zip(tool, raw))),
-        'tool / raw floor, CPU    %.2fx; per round %s' % (
-            summary['tool']['cpu'] / summary['raw']['cpu'], ' '.join(
-                '%.2f' % (mine['cpu'] / theirs['cpu'])
-                for mine, theirs in zip(tool, raw))),
+    lines += [''] + run.tool_raw_lines(runs, summary) + [
         'start-up (--help: imports and parsing, no database) %.2f s wall, '
         '%.2f s CPU;' % (summary['startup']['wall'],
                          summary['startup']['cpu']),
